@@ -1,1 +1,842 @@
-//! (in progress)
+//! The conversation engine: the sans-IO orchestrator of one call
+//! (SPEC §5 with DECISIONS D-1 … D-13 and D-16).
+//!
+//! The engine owns the session, the state machine and the LLM context. It
+//! never performs I/O: the async shell feeds it [`Input`]s (transcripts, tool
+//! results, timer expiries, "the bot finished speaking", …) together with the
+//! current time, and carries out the [`Effect`]s it returns (call a tool,
+//! speak a canned line, run an LLM turn, start a timer, hang up). Time is a
+//! plain `f64` of Unix seconds, so tests and `calllock replay` run whole calls
+//! in virtual time.
+//!
+//! One turn may need several backend answers in a row (a booking, then the
+//! callback promised on entering `booking_failed`). The engine therefore
+//! suspends a turn while it waits for [`Input::ToolResult`] or
+//! [`Input::ScopedReply`]; caller utterances that arrive meanwhile are queued
+//! and handled, in order, once the turn is done (a tool call blocks later
+//! utterances, as in the reference).
+//!
+//! What differs from the reference (see DECISIONS.md):
+//! - D-1: a post-tool buffer flush judges only the fragments that arrived
+//!   while buffering; the LLM still receives every fragment as one message.
+//! - D-2: a flushed text takes the same path as any utterance (speak, tools,
+//!   terminal routing, end-call).
+//! - D-4/D-5/D-7: entering a state that promises a call back creates the
+//!   callback in the same turn (high-ticket leads: the sales alert first).
+//! - D-9/D-10: hang-ups wait for the bot to finish its last line (+ grace),
+//!   with a hard ceiling.
+//! - D-16: canned lines are written to the transcript when spoken.
+
+use crate::backend::ToolCall;
+use crate::booking_time::resolve_booking_time;
+use crate::extract::{apply_extraction, ExtractedFields};
+use crate::machine::{Action, Policy, Speak, StateMachine};
+use crate::profile::BusinessProfile;
+use crate::prompts::{passes_booking_filter, system_prompt, Canned};
+use crate::responder::{ChatMessage, ChatRole};
+use crate::session::{HistoryMessage, Session, TranscriptEntry};
+use crate::state::{State, Tool};
+use chrono::{DateTime, FixedOffset, TimeZone, Utc};
+use serde_json::Value;
+use std::collections::VecDeque;
+
+/// Timing knobs of the engine (seconds).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct EngineConfig {
+    /// Quiet time that ends post-tool buffering (SPEC §5.5).
+    pub buffer_debounce_s: f64,
+    /// Longest post-tool buffering before a forced flush.
+    pub buffer_max_s: f64,
+    /// Pause after the bot's last line before hanging up (D-10).
+    pub end_call_grace_s: f64,
+    /// Hang up this long after the request even if speech never ends (D-10).
+    pub end_call_max_wait_s: f64,
+}
+
+impl Default for EngineConfig {
+    fn default() -> Self {
+        EngineConfig {
+            buffer_debounce_s: 1.5,
+            buffer_max_s: 5.0,
+            end_call_grace_s: 0.5,
+            end_call_max_wait_s: 10.0,
+        }
+    }
+}
+
+/// The engine's timers. The shell starts them on [`Effect::StartTimer`] and
+/// reports expiry with [`Input::TimerFired`]; restarting a timer replaces it,
+/// and stale expiries are ignored by the engine.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Timer {
+    /// Post-tool debounce.
+    Debounce,
+    /// Grace after the bot's last line before hanging up.
+    HangupGrace,
+    /// Hard ceiling on a pending hang-up.
+    HangupCeiling,
+}
+
+/// Something that happened to the call.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Input {
+    /// The caller's media stream connected: speak the greeting.
+    ClientConnected,
+    /// A speech-to-text result. Interim results pass through untouched.
+    Transcript {
+        text: String,
+        is_final: bool,
+    },
+    /// The answer to the pending [`Effect::CallTool`].
+    ToolResult {
+        result: Value,
+    },
+    /// The answer to the pending [`Effect::AskScopedReply`] (`None` = error
+    /// or timeout).
+    ScopedReply {
+        text: Option<String>,
+    },
+    /// The LLM produced this assistant message (it enters the context; it is
+    /// logged as an agent line at the next capture).
+    AssistantMessage {
+        text: String,
+    },
+    /// Log assistant messages added since the last capture as agent lines.
+    CaptureAgentResponses,
+    /// The end-of-call capture (same as [`Input::CaptureAgentResponses`]).
+    FlushTranscript,
+    /// The audio output finished playing everything queued so far.
+    BotStoppedSpeaking,
+    TimerFired(Timer),
+    /// A background extraction finished.
+    ExtractionDone {
+        fields: ExtractedFields,
+    },
+    /// The caller hung up (media stream closed).
+    CallerHungUp,
+}
+
+/// Something the shell must do.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Effect {
+    /// Queue a canned line for speech (no LLM).
+    Speak { canned: Canned, text: String },
+    /// Run an LLM turn: the caller's `text` is the last user message of
+    /// [`Engine::llm_messages`].
+    ToLlm { text: String },
+    /// A transcription frame passed through untouched (blank finals,
+    /// interims); not a turn.
+    PassThrough { text: String, is_final: bool },
+    /// The caller's text was added to the LLM context without a reply.
+    ContextUserAppend { text: String },
+    /// Call a backend tool; answer with [`Input::ToolResult`].
+    CallTool(ToolCall),
+    /// Ask the responder for the one scoped terminal reply; answer with
+    /// [`Input::ScopedReply`].
+    AskScopedReply { user_text: String },
+    /// Start background field extraction over these caller lines (the last
+    /// ten); answer with [`Input::ExtractionDone`] whenever it finishes.
+    StartExtraction { history: Vec<HistoryMessage> },
+    /// (Re)start a timer to fire at `at` (Unix seconds).
+    StartTimer { timer: Timer, at: f64 },
+    /// The state changed (for display and logs).
+    StateChanged { from: State, to: State },
+    /// Hang up now.
+    EndCall,
+}
+
+/// Post-tool buffering (SPEC §5.5, D-1).
+#[derive(Debug, Clone)]
+struct Buffer {
+    /// The utterance that triggered the tool; already judged (D-1).
+    trigger: String,
+    /// Fragments that arrived while buffering.
+    fragments: Vec<String>,
+    start: f64,
+    deadline: f64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stage {
+    Speak,
+    MachineTool,
+    Obligations,
+    AfterTools,
+    Terminal,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Awaiting {
+    Tool(Tool),
+    Scoped,
+}
+
+/// A turn in progress (possibly suspended on a backend answer).
+#[derive(Debug, Clone)]
+struct Turn {
+    /// What the LLM receives for this turn.
+    llm_text: String,
+    action: Action,
+    /// State when the turn started (before the state machine ran).
+    start_state: State,
+    /// State before the machine's tool ran.
+    pre_tool_state: State,
+    force_llm: bool,
+    stage: Stage,
+    callback_attempted: bool,
+    alert_attempted: bool,
+    awaiting: Option<Awaiting>,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Hangup {
+    grace_at: Option<f64>,
+    ceiling_at: f64,
+}
+
+/// Epsilon for comparing timer deadlines.
+const EPS: f64 = 1e-9;
+
+/// The conversation engine of one call. See the module docs.
+pub struct Engine<P: Policy = StateMachine> {
+    policy: P,
+    profile: BusinessProfile,
+    config: EngineConfig,
+    session: Session,
+    context: Vec<ChatMessage>,
+    cursor: usize,
+    buffer: Option<Buffer>,
+    turn: Option<Turn>,
+    queued: VecDeque<String>,
+    hangup: Option<Hangup>,
+    ended: bool,
+}
+
+impl Engine<StateMachine> {
+    /// An engine with the CallLock state machine.
+    pub fn new(session: Session, profile: BusinessProfile, config: EngineConfig) -> Self {
+        let machine = StateMachine::new(profile.clone());
+        Engine::with_policy(machine, session, profile, config)
+    }
+}
+
+impl<P: Policy> Engine<P> {
+    /// An engine with a substitute state machine (tests).
+    pub fn with_policy(
+        policy: P,
+        session: Session,
+        profile: BusinessProfile,
+        config: EngineConfig,
+    ) -> Self {
+        let prompt = system_prompt(session.state, &session, &profile);
+        Engine {
+            policy,
+            profile,
+            config,
+            session,
+            context: vec![ChatMessage {
+                role: ChatRole::System,
+                content: prompt,
+            }],
+            cursor: 1,
+            buffer: None,
+            turn: None,
+            queued: VecDeque::new(),
+            hangup: None,
+            ended: false,
+        }
+    }
+
+    /// Replace the LLM context (element 0 is the system prompt); the capture
+    /// cursor restarts after the system message.
+    pub fn set_context(&mut self, messages: Vec<ChatMessage>) {
+        self.context = messages;
+        if self.context.is_empty() {
+            self.context.push(ChatMessage {
+                role: ChatRole::System,
+                content: String::new(),
+            });
+        }
+        self.cursor = 1;
+    }
+
+    pub fn session(&self) -> &Session {
+        &self.session
+    }
+    pub fn session_mut(&mut self) -> &mut Session {
+        &mut self.session
+    }
+    pub fn into_session(self) -> Session {
+        self.session
+    }
+    pub fn profile(&self) -> &BusinessProfile {
+        &self.profile
+    }
+    pub fn config(&self) -> &EngineConfig {
+        &self.config
+    }
+    pub fn state(&self) -> State {
+        self.session.state
+    }
+    /// The LLM context: the system prompt, then the conversation.
+    pub fn llm_messages(&self) -> &[ChatMessage] {
+        &self.context
+    }
+    /// Post-tool buffering is active.
+    pub fn buffer_mode(&self) -> bool {
+        self.buffer.is_some()
+    }
+    /// A hang-up has been requested and has not happened yet.
+    pub fn end_call_pending(&self) -> bool {
+        self.hangup.is_some() && !self.ended
+    }
+    /// The call has been hung up (by us or by the caller).
+    pub fn is_ended(&self) -> bool {
+        self.ended
+    }
+    /// A turn is suspended waiting for a backend or scoped-reply answer.
+    pub fn is_busy(&self) -> bool {
+        self.turn.is_some()
+    }
+    /// What the engine is waiting for, if anything.
+    pub fn awaiting_tool(&self) -> Option<Tool> {
+        match self.turn.as_ref()?.awaiting? {
+            Awaiting::Tool(t) => Some(t),
+            Awaiting::Scoped => None,
+        }
+    }
+
+    /// Handle one input at time `now` (Unix seconds); returns what to do.
+    pub fn handle(&mut self, input: Input, now: f64) -> Vec<Effect> {
+        let mut out = Vec::new();
+        self.handle_into(input, now, &mut out);
+        out
+    }
+
+    /// [`handle`](Self::handle) appending to a caller-owned vector.
+    pub fn handle_into(&mut self, input: Input, now: f64, out: &mut Vec<Effect>) {
+        match input {
+            Input::ClientConnected => {
+                if !self.ended {
+                    self.speak(Canned::Greeting, now, out);
+                }
+            }
+            Input::Transcript { text, is_final } => {
+                if !is_final || text.trim().is_empty() {
+                    out.push(Effect::PassThrough { text, is_final });
+                } else if self.ended {
+                    tracing::debug!("utterance after hang-up ignored");
+                } else if self.turn.is_some() {
+                    self.queued.push_back(text);
+                } else {
+                    self.utterance(&text, now, out);
+                }
+            }
+            Input::ToolResult { result } => self.tool_result(result, now, out),
+            Input::ScopedReply { text } => self.scoped_reply(text, now, out),
+            Input::AssistantMessage { text } => self.context.push(ChatMessage {
+                role: ChatRole::Assistant,
+                content: text,
+            }),
+            Input::CaptureAgentResponses | Input::FlushTranscript => self.capture(now),
+            Input::BotStoppedSpeaking => {
+                if let Some(h) = self.hangup.as_mut() {
+                    if h.grace_at.is_none() && !self.ended {
+                        let at = now + self.config.end_call_grace_s;
+                        h.grace_at = Some(at);
+                        out.push(Effect::StartTimer {
+                            timer: Timer::HangupGrace,
+                            at,
+                        });
+                    }
+                }
+            }
+            Input::TimerFired(timer) => self.timer(timer, now, out),
+            Input::ExtractionDone { fields } => apply_extraction(&mut self.session, &fields),
+            Input::CallerHungUp => {
+                self.ended = true;
+                self.hangup = None;
+                self.buffer = None;
+            }
+        }
+        self.drain_queue(now, out);
+    }
+
+    fn drain_queue(&mut self, now: f64, out: &mut Vec<Effect>) {
+        while self.turn.is_none() && !self.ended {
+            let Some(text) = self.queued.pop_front() else {
+                break;
+            };
+            self.utterance(&text, now, out);
+        }
+    }
+
+    fn timer(&mut self, timer: Timer, now: f64, out: &mut Vec<Effect>) {
+        match timer {
+            Timer::Debounce => {
+                let due = self
+                    .buffer
+                    .as_ref()
+                    .is_some_and(|b| now + EPS >= b.deadline);
+                if due && self.turn.is_none() && !self.ended {
+                    self.flush(now, out);
+                }
+            }
+            Timer::HangupGrace | Timer::HangupCeiling => {
+                let due = self.hangup.is_some_and(|h| {
+                    h.grace_at.is_some_and(|g| now + EPS >= g) || now + EPS >= h.ceiling_at
+                });
+                if due && !self.ended {
+                    self.end_call(out);
+                }
+            }
+        }
+    }
+
+    // ---- utterances -------------------------------------------------------
+
+    /// SPEC §5.2 steps 1–3, then the turn.
+    fn utterance(&mut self, raw: &str, now: f64, out: &mut Vec<Effect>) {
+        self.capture(now);
+        let text = raw.trim().to_string();
+        self.session.conversation_history.push(HistoryMessage {
+            role: "user".into(),
+            content: text.clone(),
+        });
+        let state = self.session.state;
+        self.session
+            .transcript_log
+            .push(TranscriptEntry::user(text.clone(), now, state));
+
+        if let Some(buf) = self.buffer.as_mut() {
+            buf.fragments.push(text);
+            if now - buf.start + EPS >= self.config.buffer_max_s {
+                self.flush(now, out);
+            } else {
+                buf.deadline = now + self.config.buffer_debounce_s;
+                out.push(Effect::StartTimer {
+                    timer: Timer::Debounce,
+                    at: buf.deadline,
+                });
+            }
+            return;
+        }
+        self.start_turn(text.clone(), &text, now, out);
+    }
+
+    /// Leave buffer mode. D-1: only the fragments that arrived while
+    /// buffering are judged (once, joined); with none, no state-machine run
+    /// happens and the LLM just receives the text.
+    fn flush(&mut self, now: f64, out: &mut Vec<Effect>) {
+        let Some(buf) = self.buffer.take() else {
+            return;
+        };
+        let mut llm_text = buf.trigger;
+        for f in &buf.fragments {
+            llm_text.push(' ');
+            llm_text.push_str(f);
+        }
+        if buf.fragments.is_empty() {
+            self.to_llm(llm_text, out);
+            return;
+        }
+        let judged = buf.fragments.join(" ");
+        self.start_turn(llm_text, &judged, now, out);
+    }
+
+    /// Run the state machine on `judged` and carry the turn as far as it
+    /// goes without an outside answer.
+    fn start_turn(&mut self, llm_text: String, judged: &str, now: f64, out: &mut Vec<Effect>) {
+        let start_state = self.session.state;
+        let action = self.policy.process(&mut self.session, judged);
+        self.note_state(start_state, out);
+        self.turn = Some(Turn {
+            llm_text,
+            action,
+            start_state,
+            pre_tool_state: self.session.state,
+            force_llm: false,
+            stage: Stage::Speak,
+            callback_attempted: false,
+            alert_attempted: false,
+            awaiting: None,
+        });
+        self.advance(now, out);
+    }
+
+    /// Drive the current turn until it finishes or must wait.
+    fn advance(&mut self, now: f64, out: &mut Vec<Effect>) {
+        loop {
+            let Some(turn) = self.turn.as_mut() else {
+                return;
+            };
+            if turn.awaiting.is_some() {
+                return;
+            }
+            match turn.stage {
+                Stage::Speak => {
+                    turn.stage = Stage::MachineTool;
+                    if let Some(sp) = turn.action.speak {
+                        let canned = match sp {
+                            Speak::FillerBookingCheck => Canned::FillerBookingCheck,
+                            Speak::TurnLimitPerCall => Canned::TurnLimitPerCall,
+                            Speak::TurnLimitPerState => Canned::TurnLimitPerState,
+                        };
+                        self.speak(canned, now, out);
+                    }
+                }
+                Stage::MachineTool => {
+                    turn.stage = Stage::Obligations;
+                    turn.pre_tool_state = self.session.state;
+                    if let Some(tool) = turn.action.call_tool.filter(|t| *t != Tool::EndCall) {
+                        self.call_tool(tool, now, out);
+                        return;
+                    }
+                }
+                Stage::Obligations => {
+                    if let Some(tool) = self.next_obligation() {
+                        self.call_tool(tool, now, out);
+                        return;
+                    }
+                    let state = self.session.state;
+                    if let Some(t) = self.turn.as_mut() {
+                        t.force_llm = state != t.pre_tool_state;
+                        t.stage = Stage::AfterTools;
+                    }
+                }
+                Stage::AfterTools => {
+                    self.refresh_system_prompt();
+                    let state = self.session.state;
+                    if state.runs_extraction() {
+                        self.start_extraction(out);
+                    }
+                    if state.has_canned_script() {
+                        if let Some(t) = self.turn.as_mut() {
+                            t.stage = Stage::Terminal;
+                        }
+                        continue;
+                    }
+                    if let Some(turn) = self.turn.take() {
+                        self.finish_turn(turn, now, out);
+                    }
+                }
+                Stage::Terminal => {
+                    if !self.session.terminal_reply_used {
+                        self.session.terminal_reply_used = true;
+                        turn.awaiting = Some(Awaiting::Scoped);
+                        out.push(Effect::AskScopedReply {
+                            user_text: turn.llm_text.clone(),
+                        });
+                        return;
+                    }
+                    self.finish_terminal(now, out);
+                }
+            }
+        }
+    }
+
+    /// SPEC §5.2 steps 10–12 for a turn that is not terminal-routed.
+    fn finish_turn(&mut self, turn: Turn, now: f64, out: &mut Vec<Effect>) {
+        if turn.action.end_call {
+            if turn.action.needs_llm || turn.force_llm {
+                self.to_llm(turn.llm_text, out);
+                self.request_hangup(now, out);
+            } else {
+                self.end_call(out);
+            }
+        } else if turn.force_llm {
+            self.enter_buffer(turn.llm_text, now, out);
+        } else if turn.action.needs_llm {
+            self.to_llm(turn.llm_text, out);
+        } else {
+            self.context.push(ChatMessage {
+                role: ChatRole::User,
+                content: turn.llm_text.clone(),
+            });
+            out.push(Effect::ContextUserAppend {
+                text: turn.llm_text,
+            });
+        }
+    }
+
+    /// The tool a turn still owes the caller (D-4, D-5, D-7), if any.
+    fn next_obligation(&self) -> Option<Tool> {
+        let turn = self.turn.as_ref()?;
+        let s = &self.session;
+        if s.state == State::UrgencyCallback
+            && s.is_high_ticket()
+            && !s.lead_alert_sent
+            && !turn.alert_attempted
+        {
+            return Some(Tool::SendSalesLeadAlert);
+        }
+        let promised = s.state.promises_callback()
+            || (s.state == State::NonService
+                && turn.start_state != State::NonService
+                && matches!(s.callback_type.as_str(), "billing" | "warranty"));
+        if promised && !s.callback_created && s.callback_attempts < 2 && !turn.callback_attempted {
+            return Some(Tool::CreateCallback);
+        }
+        None
+    }
+
+    fn call_tool(&mut self, tool: Tool, now: f64, out: &mut Vec<Effect>) {
+        let call = self.build_call(tool, now);
+        if let Some(turn) = self.turn.as_mut() {
+            match tool {
+                Tool::CreateCallback => turn.callback_attempted = true,
+                Tool::SendSalesLeadAlert => turn.alert_attempted = true,
+                _ => {}
+            }
+            turn.awaiting = Some(Awaiting::Tool(tool));
+        }
+        out.push(Effect::CallTool(call));
+    }
+
+    fn tool_result(&mut self, result: Value, now: f64, out: &mut Vec<Effect>) {
+        let Some(Awaiting::Tool(tool)) = self.turn.as_ref().and_then(|t| t.awaiting) else {
+            tracing::warn!("tool result with no tool call pending; ignored");
+            return;
+        };
+        let before = self.session.state;
+        self.policy
+            .apply_tool_result(&mut self.session, tool, &result);
+        self.note_state(before, out);
+        let state = self.session.state;
+        self.session
+            .transcript_log
+            .push(TranscriptEntry::tool(tool.as_str(), result, now, state));
+        if let Some(turn) = self.turn.as_mut() {
+            turn.awaiting = None;
+        }
+        self.advance(now, out);
+    }
+
+    fn scoped_reply(&mut self, text: Option<String>, now: f64, out: &mut Vec<Effect>) {
+        let waiting = self
+            .turn
+            .as_ref()
+            .is_some_and(|t| t.awaiting == Some(Awaiting::Scoped));
+        if !waiting {
+            tracing::warn!("scoped reply with no request pending; ignored");
+            return;
+        }
+        if let Some(reply) = text.map(|t| t.trim().to_string()) {
+            if !reply.is_empty() && passes_booking_filter(&reply) {
+                self.speak_text(Canned::ScopedReply, reply, now, out);
+            }
+        }
+        if let Some(turn) = self.turn.as_mut() {
+            turn.awaiting = None;
+        }
+        self.finish_terminal(now, out);
+        self.advance(now, out);
+    }
+
+    /// Canned script of the terminal state, then the hang-up if asked for.
+    fn finish_terminal(&mut self, now: f64, out: &mut Vec<Effect>) {
+        let Some(turn) = self.turn.take() else {
+            return;
+        };
+        self.speak(Canned::Terminal(self.session.state), now, out);
+        if turn.action.end_call {
+            self.request_hangup(now, out);
+        }
+    }
+
+    // ---- helpers ----------------------------------------------------------
+
+    fn build_call(&self, tool: Tool, now: f64) -> ToolCall {
+        let s = &self.session;
+        let phone = s.phone_number.clone();
+        let call_id = s.call_sid.clone();
+        match tool {
+            Tool::LookupCaller | Tool::EndCall => ToolCall::LookupCaller { phone, call_id },
+            Tool::BookService => ToolCall::BookService {
+                customer_name: s.customer_name.clone(),
+                problem: s.problem_description.clone(),
+                address: s.service_address.clone(),
+                preferred_time: resolve_booking_time(
+                    &s.preferred_time,
+                    &s.urgency_tier,
+                    self.local_now(now),
+                    &self.profile,
+                ),
+                phone,
+                call_id,
+            },
+            Tool::CreateCallback => ToolCall::CreateCallback {
+                phone,
+                callback_type: s.effective_callback_type().to_string(),
+                reason: if s.problem_description.is_empty() {
+                    "Callback requested".into()
+                } else {
+                    s.problem_description.clone()
+                },
+                customer_name: s.customer_name.clone(),
+                urgency: if s.urgency_tier == "urgent" {
+                    "urgent".into()
+                } else {
+                    "normal".into()
+                },
+                call_id,
+            },
+            Tool::SendSalesLeadAlert => ToolCall::SendSalesLeadAlert {
+                phone,
+                reason: s.problem_description.clone(),
+                call_id,
+            },
+            Tool::ManageAppointment => {
+                let action = if s.manage_action.is_empty() {
+                    "status".to_string()
+                } else {
+                    s.manage_action.clone()
+                };
+                let new_time = if action == "reschedule" && !s.manage_time_hint.is_empty() {
+                    resolve_booking_time(
+                        &s.manage_time_hint,
+                        "routine",
+                        self.local_now(now),
+                        &self.profile,
+                    )
+                } else {
+                    String::new()
+                };
+                ToolCall::ManageAppointment {
+                    action,
+                    phone,
+                    booking_uid: s.appointment_uid.clone(),
+                    reason: s.problem_description.clone(),
+                    new_time,
+                    call_id,
+                }
+            }
+        }
+    }
+
+    /// `now` as local wall-clock time of the business.
+    pub fn local_now(&self, now: f64) -> DateTime<FixedOffset> {
+        let secs = now.floor() as i64;
+        let nanos = ((now - now.floor()) * 1e9) as u32;
+        let utc = Utc
+            .timestamp_opt(secs, nanos.min(999_999_999))
+            .single()
+            .unwrap_or_default();
+        utc.with_timezone(&self.profile.tz()).fixed_offset()
+    }
+
+    fn speak(&mut self, canned: Canned, now: f64, out: &mut Vec<Effect>) {
+        let text = canned.text(&self.profile);
+        self.speak_text(canned, text, now, out);
+    }
+
+    /// Queue a canned line: D-16 logs it as an agent line now; it also joins
+    /// the LLM context (so the LLM knows what was said) without counting as
+    /// an agent reply for turn counting.
+    fn speak_text(&mut self, canned: Canned, text: String, now: f64, out: &mut Vec<Effect>) {
+        self.capture(now);
+        let state = self.session.state;
+        self.session
+            .transcript_log
+            .push(TranscriptEntry::agent(text.clone(), now, state));
+        self.context.push(ChatMessage {
+            role: ChatRole::Assistant,
+            content: text.clone(),
+        });
+        self.cursor = self.context.len();
+        out.push(Effect::Speak { canned, text });
+    }
+
+    fn to_llm(&mut self, text: String, out: &mut Vec<Effect>) {
+        self.context.push(ChatMessage {
+            role: ChatRole::User,
+            content: text.clone(),
+        });
+        out.push(Effect::ToLlm { text });
+    }
+
+    fn enter_buffer(&mut self, trigger: String, now: f64, out: &mut Vec<Effect>) {
+        let deadline = now + self.config.buffer_debounce_s;
+        self.buffer = Some(Buffer {
+            trigger,
+            fragments: Vec::new(),
+            start: now,
+            deadline,
+        });
+        out.push(Effect::StartTimer {
+            timer: Timer::Debounce,
+            at: deadline,
+        });
+    }
+
+    fn request_hangup(&mut self, now: f64, out: &mut Vec<Effect>) {
+        if self.hangup.is_some() || self.ended {
+            return;
+        }
+        let ceiling_at = now + self.config.end_call_max_wait_s;
+        self.hangup = Some(Hangup {
+            grace_at: None,
+            ceiling_at,
+        });
+        out.push(Effect::StartTimer {
+            timer: Timer::HangupCeiling,
+            at: ceiling_at,
+        });
+    }
+
+    fn end_call(&mut self, out: &mut Vec<Effect>) {
+        if self.ended {
+            return;
+        }
+        self.ended = true;
+        self.hangup = None;
+        self.buffer = None;
+        out.push(Effect::EndCall);
+    }
+
+    fn start_extraction(&mut self, out: &mut Vec<Effect>) {
+        let h = &self.session.conversation_history;
+        let from = h.len().saturating_sub(10);
+        out.push(Effect::StartExtraction {
+            history: h[from..].to_vec(),
+        });
+    }
+
+    fn refresh_system_prompt(&mut self) {
+        let prompt = system_prompt(self.session.state, &self.session, &self.profile);
+        match self.context.first_mut() {
+            Some(m) if m.role == ChatRole::System => m.content = prompt,
+            _ => self.context.insert(
+                0,
+                ChatMessage {
+                    role: ChatRole::System,
+                    content: prompt,
+                },
+            ),
+        }
+    }
+
+    fn note_state(&mut self, before: State, out: &mut Vec<Effect>) {
+        let after = self.session.state;
+        if after != before {
+            out.push(Effect::StateChanged {
+                from: before,
+                to: after,
+            });
+        }
+    }
+
+    /// SPEC §5.3: log assistant messages added since the last capture.
+    fn capture(&mut self, now: f64) {
+        let start = self.cursor.min(self.context.len());
+        for i in start..self.context.len() {
+            let m = &self.context[i];
+            if m.role == ChatRole::Assistant && !m.content.trim().is_empty() {
+                let entry = TranscriptEntry::agent(m.content.clone(), now, self.session.state);
+                self.session.transcript_log.push(entry);
+                self.session.agent_has_responded = true;
+            }
+        }
+        self.cursor = self.context.len().max(1);
+    }
+}

@@ -108,7 +108,10 @@ impl BusinessProfile {
             ));
         }
         if self.open_hour > 23 {
-            errs.push(format!("open_hour: {} is not an hour (0-23)", self.open_hour));
+            errs.push(format!(
+                "open_hour: {} is not an hour (0-23)",
+                self.open_hour
+            ));
         }
         if self.close_hour == 0 || self.close_hour > 24 {
             errs.push(format!(
@@ -143,9 +146,7 @@ impl BusinessProfile {
     /// The parsed time zone (falls back to America/Chicago if invalid; call
     /// [`validate`](Self::validate) first).
     pub fn tz(&self) -> chrono_tz::Tz {
-        self.timezone
-            .parse()
-            .unwrap_or(chrono_tz::America::Chicago)
+        self.timezone.parse().unwrap_or(chrono_tz::America::Chicago)
     }
 
     /// Whether the business is open on `day`.

@@ -202,15 +202,18 @@ impl Session {
         self.lead_type == "high_ticket"
     }
 
-    /// The callback type of D-6: `estimate` for high-ticket leads, else what
-    /// the call established (billing / warranty / follow_up / service).
+    /// The callback type of D-6: `estimate` for high-ticket leads, the
+    /// non-service kind set at welcome (`billing` / `warranty`), `follow_up`
+    /// for follow-up callers, `service` otherwise.
     pub fn effective_callback_type(&self) -> &str {
         if self.is_high_ticket() {
             "estimate"
-        } else if self.callback_type.is_empty() {
-            "service"
-        } else {
+        } else if !self.callback_type.is_empty() && self.callback_type != "service" {
             &self.callback_type
+        } else if self.caller_intent == "follow_up" {
+            "follow_up"
+        } else {
+            "service"
         }
     }
 }
