@@ -1,0 +1,210 @@
+//! Terminal output: live call lines, summaries, call lists.
+
+use crate::record::FinishedCall;
+use crate::sim::{CallEvent, EndedBy, Observer};
+use serde_json::Value;
+
+pub fn dim(s: &str, color: bool) -> String {
+    if color {
+        format!("\x1b[2m{s}\x1b[0m")
+    } else {
+        s.to_string()
+    }
+}
+
+pub fn bold(s: &str, color: bool) -> String {
+    if color {
+        format!("\x1b[1m{s}\x1b[0m")
+    } else {
+        s.to_string()
+    }
+}
+
+/// Prints call events as they happen.
+pub struct LivePrinter {
+    pub color: bool,
+    pub enabled: bool,
+}
+
+impl LivePrinter {
+    pub fn new(color: bool) -> Self {
+        LivePrinter {
+            color,
+            enabled: true,
+        }
+    }
+}
+
+fn compact(v: &Value) -> String {
+    let s = v.to_string();
+    if s.chars().count() > 160 {
+        let cut: String = s.chars().take(157).collect();
+        format!("{cut}...")
+    } else {
+        s
+    }
+}
+
+impl Observer for LivePrinter {
+    fn on_event(&mut self, t: f64, event: &CallEvent) {
+        if !self.enabled {
+            return;
+        }
+        let c = self.color;
+        match event {
+            CallEvent::Agent {
+                text,
+                state,
+                canned,
+            } => {
+                let tag = match canned {
+                    Some(id) => format!("[{state}] ({id})"),
+                    None => format!("[{state}]"),
+                };
+                println!("{} {} {text}", dim(&format!("{t:6.1}s"), c), bold(&format!("Agent {tag}:"), c));
+            }
+            CallEvent::Caller { text, .. } => {
+                println!("{} Caller: {text}", dim(&format!("{t:6.1}s"), c));
+            }
+            CallEvent::ToolCall(call) => println!(
+                "{}",
+                dim(
+                    &format!("{t:6.1}s   → {} {}", call.tool(), compact(&call.args_json())),
+                    c
+                )
+            ),
+            CallEvent::ToolResult { tool, result, .. } => println!(
+                "{}",
+                dim(&format!("{t:6.1}s   ← {tool} {}", compact(result)), c)
+            ),
+            CallEvent::StateChanged { from, to } => {
+                println!("{}", dim(&format!("{t:6.1}s   state {from} → {to}"), c))
+            }
+            CallEvent::Ended(by) => {
+                let who = match by {
+                    EndedBy::Agent => "agent hung up",
+                    EndedBy::Caller => "caller hung up",
+                    EndedBy::TimeLimit => "call stopped at the time limit",
+                };
+                println!("{}", dim(&format!("{t:6.1}s   {who}"), c));
+            }
+        }
+    }
+}
+
+pub fn print_summary(fc: &FinishedCall, color: bool) {
+    println!(
+        "{} final state {}, end_call_reason {}, booking {}, priority {} ({}), revenue {}",
+        bold("outcome:", color),
+        fc.final_state,
+        fc.end_call_reason,
+        fc.booking_status,
+        fc.priority_color,
+        fc.priority_reason,
+        fc.revenue_tier
+    );
+}
+
+/// Readable replay output.
+pub fn print_outcome_text(r: &Value) {
+    println!("call {}", r["call_id"].as_str().unwrap_or(""));
+    if let Some(entries) = r["transcript"].as_array() {
+        for e in entries {
+            let t = e["t"].as_f64().unwrap_or(0.0);
+            let state = e["state"].as_str().unwrap_or("");
+            match e["role"].as_str().unwrap_or("") {
+                "agent" => println!(
+                    "{t:6.2}s [{state}] Agent: {}",
+                    e["content"].as_str().unwrap_or("")
+                ),
+                "user" => println!(
+                    "{t:6.2}s [{state}] Caller: {}",
+                    e["content"].as_str().unwrap_or("")
+                ),
+                "tool" => println!(
+                    "{t:6.2}s [{state}]   [tool {}] {}",
+                    e["name"].as_str().unwrap_or(""),
+                    compact(&e["result"])
+                ),
+                _ => {}
+            }
+        }
+    }
+    println!(
+        "final_state: {}\nend_call_reason: {}\nbooking_status: {}\nended_by: {}\nduration_s: {}",
+        r["final_state"].as_str().unwrap_or(""),
+        r["end_call_reason"].as_str().unwrap_or(""),
+        r["booking_status"].as_str().unwrap_or(""),
+        r["ended_by"].as_str().unwrap_or(""),
+        r["duration_s"]
+    );
+}
+
+pub fn print_call_list(calls: &[store::CallSummary]) {
+    if calls.is_empty() {
+        println!("no calls yet — try `calllock demo` or `calllock chat`");
+        return;
+    }
+    println!(
+        "{:<40} {:<20} {:<17} {:<16} {:<17} {:<6} customer",
+        "call id", "started (UTC)", "phone", "final state", "reason", "prio"
+    );
+    for c in calls {
+        println!(
+            "{:<40} {:<20} {:<17} {:<16} {:<17} {:<6} {}",
+            c.call_id,
+            c.started_at.format("%Y-%m-%d %H:%M:%S"),
+            c.phone,
+            c.final_state,
+            c.end_call_reason,
+            c.priority_color,
+            c.customer_name
+        );
+    }
+}
+
+pub fn print_call_record(rec: &store::CallRecord) {
+    let r = &rec.record;
+    println!("call {}  from {}", rec.call_id, rec.phone);
+    println!(
+        "started {}  ended {}  ({} s)",
+        rec.started_at.format("%Y-%m-%d %H:%M:%S UTC"),
+        rec.ended_at.format("%H:%M:%S"),
+        r["duration_s"]
+    );
+    println!(
+        "final state {}  end_call_reason {}  booking {}  urgency {}",
+        rec.final_state, rec.end_call_reason, rec.booking_status, rec.urgency
+    );
+    println!(
+        "priority {} — {}",
+        r["priority"]["color"].as_str().unwrap_or(""),
+        r["priority"]["reason"].as_str().unwrap_or("")
+    );
+    println!(
+        "revenue {} {}",
+        r["revenue"]["tier"].as_str().unwrap_or(""),
+        r["revenue"]["tier_label"].as_str().unwrap_or("")
+    );
+    if let Some(tags) = r["tags"].as_object() {
+        let mut parts = Vec::new();
+        for (k, v) in tags {
+            if let Some(a) = v.as_array().filter(|a| !a.is_empty()) {
+                let names: Vec<&str> = a.iter().filter_map(Value::as_str).collect();
+                parts.push(format!("{k}: {}", names.join(", ")));
+            }
+        }
+        println!("tags {}", parts.join("; "));
+    }
+    println!("customer {}  problem {}", rec.customer_name, rec.problem);
+    println!("transcript:");
+    print_outcome_text(&serde_json::json!({
+        "call_id": rec.call_id,
+        "transcript": rec.transcript,
+        "final_state": rec.final_state,
+        "end_call_reason": rec.end_call_reason,
+        "booking_status": rec.booking_status,
+        "ended_by": r["ended_by"],
+        "duration_s": r["duration_s"],
+    }));
+}
