@@ -1,1 +1,609 @@
-//! (in progress)
+//! Post-call building blocks (SPEC §7.2–§7.5, DECISIONS D-5): derived
+//! outcome fields and the dashboard payloads (job, call record, emergency
+//! alert). Pure functions; sending them is the orchestrator's job.
+
+use crate::classify::{classify_tags, detect_priority, estimate_revenue_tier};
+use crate::session::{Role, Session};
+use crate::state::State;
+use crate::transcript::{to_json_array, to_plain_text};
+use chrono::{DateTime, SecondsFormat, Utc};
+use serde_json::{json, Map, Value};
+
+/// Default `problem_description` of an emergency alert.
+pub const SAFETY_ALERT_DEFAULT_PROBLEM: &str = "Safety emergency detected";
+/// Minutes within which the emergency alert promises a call back.
+pub const CALLBACK_PROMISED_MINUTES: i64 = 30;
+/// The classification keys merged into the job payload (SPEC §7.1).
+pub const CLASSIFICATION_KEYS: [&str; 6] = [
+    "ai_summary",
+    "card_headline",
+    "card_summary",
+    "call_type",
+    "call_subtype",
+    "sentiment_score",
+];
+
+/// Why the call ended (SPEC §7.2 with D-5): `safety_emergency` in
+/// safety_exit; `completed` in confirm with a confirmed booking;
+/// `sales_lead` for any (other) high-ticket lead; `callback_later` in
+/// callback; otherwise `customer_hangup`.
+pub fn end_call_reason(state: State, session: &Session) -> &'static str {
+    if state == State::SafetyExit {
+        "safety_emergency"
+    } else if state == State::Confirm && session.booking_confirmed {
+        "completed"
+    } else if session.is_high_ticket() {
+        "sales_lead"
+    } else if state == State::Callback {
+        "callback_later"
+    } else {
+        "customer_hangup"
+    }
+}
+
+/// `confirmed`, `attempted_failed` or `not_requested` (SPEC §7.2).
+pub fn booking_status(session: &Session) -> &'static str {
+    if session.booking_confirmed {
+        "confirmed"
+    } else if session.booking_attempted {
+        "attempted_failed"
+    } else {
+        "not_requested"
+    }
+}
+
+/// Session urgency tier → dashboard enum `low|medium|high|emergency`.
+pub fn map_urgency(tier: &str) -> &'static str {
+    match tier {
+        "medium" => "medium",
+        "high" | "urgent" => "high",
+        "emergency" => "emergency",
+        _ => "low",
+    }
+}
+
+fn or_default<'a>(value: &'a str, default: &'a str) -> &'a str {
+    if value.is_empty() {
+        default
+    } else {
+        value
+    }
+}
+
+/// The dashboard job payload (SPEC §7.3), without LLM classification (see
+/// [`merge_classification`]). `end_time` is accepted for symmetry with the
+/// call payload; the job does not use it.
+pub fn build_job_payload(
+    state: State,
+    session: &Session,
+    end_time: f64,
+    user_email: &str,
+) -> Value {
+    let _ = end_time;
+    let transcript_text = to_plain_text(&session.transcript_log);
+    let status = booking_status(session);
+    let tags = classify_tags(state, session, &transcript_text);
+    let (priority_color, priority_reason) = detect_priority(&tags, status);
+    let revenue_tags: Vec<String> = tags
+        .get("REVENUE")
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(|v| v.as_str().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default();
+    let revenue = estimate_revenue_tier(&session.problem_description, &revenue_tags);
+    let field = |k: &str| revenue.get(k).cloned().unwrap_or(Value::Null);
+
+    let mut job = json!({
+        "customer_name": or_default(&session.customer_name, "Unknown Caller"),
+        "customer_phone": or_default(&session.phone_number, "unknown"),
+        "customer_address": session.service_address,
+        "service_type": "hvac",
+        "urgency": map_urgency(&session.urgency_tier),
+        "user_email": user_email,
+        "call_id": session.call_sid,
+        "call_transcript": transcript_text,
+        "transcript_object": to_json_array(&session.transcript_log),
+        "booking_status": status,
+        "end_call_reason": end_call_reason(state, session),
+        "issue_description": session.problem_description,
+        "tags": tags,
+        "priority_color": priority_color,
+        "priority_reason": priority_reason,
+        "revenue_tier": field("tier"),
+        "revenue_tier_label": field("tier_label"),
+        "revenue_tier_signals": field("signals"),
+        "revenue_confidence": field("confidence"),
+        "caller_type": "residential",
+        "primary_intent": if session.booking_confirmed { "booking_request" } else { "new_lead" },
+        "work_type": "service",
+    });
+    if let Value::Object(m) = &mut job {
+        if session.booking_confirmed {
+            if !session.booked_time.is_empty() {
+                m.insert(
+                    "scheduled_at".into(),
+                    Value::from(session.booked_time.clone()),
+                );
+            }
+            m.insert("is_ai_booked".into(), Value::Bool(true));
+        }
+    }
+    job
+}
+
+/// Merge the LLM classification into a job payload: each of
+/// [`CLASSIFICATION_KEYS`] whose value is present and not null.
+pub fn merge_classification(job: &mut Value, classification: &Map<String, Value>) {
+    let Value::Object(m) = job else { return };
+    for key in CLASSIFICATION_KEYS {
+        match classification.get(key) {
+            None | Some(Value::Null) => {}
+            Some(v) => {
+                m.insert(key.to_string(), v.clone());
+            }
+        }
+    }
+}
+
+/// ISO-8601 UTC with a `+00:00` offset, like Python's `isoformat()`
+/// (fractional seconds only when non-zero, as microseconds).
+pub fn iso_utc(dt: DateTime<Utc>) -> String {
+    let micros = dt.timestamp_subsec_micros();
+    let format = if micros == 0 {
+        SecondsFormat::Secs
+    } else {
+        SecondsFormat::Micros
+    };
+    dt.to_rfc3339_opts(format, false)
+}
+
+/// A Unix timestamp as [`iso_utc`]; 0, non-finite or out-of-range values
+/// give `fallback`.
+fn iso_from_unix(ts: f64, fallback: DateTime<Utc>) -> String {
+    if ts == 0.0 || !ts.is_finite() {
+        return iso_utc(fallback);
+    }
+    let mut secs = ts.floor();
+    let mut micros = ((ts - secs) * 1e6).round();
+    if micros >= 1e6 {
+        secs += 1.0;
+        micros -= 1e6;
+    }
+    if secs.abs() > 1e14 {
+        return iso_utc(fallback);
+    }
+    match DateTime::<Utc>::from_timestamp(secs as i64, (micros as u32).saturating_mul(1000)) {
+        Some(dt) => iso_utc(dt),
+        None => iso_utc(fallback),
+    }
+}
+
+/// The dashboard call record (SPEC §7.4). `now_utc` stands in for a zero
+/// start or end time; `lead_id` / `job_id` appear only when given.
+pub fn build_call_payload(
+    state: State,
+    session: &Session,
+    end_time: f64,
+    user_email: &str,
+    lead_id: Option<&str>,
+    job_id: Option<&str>,
+    now_utc: DateTime<Utc>,
+) -> Value {
+    let duration = if session.start_time == 0.0 {
+        0
+    } else {
+        let d = (end_time - session.start_time).trunc();
+        if d.is_finite() {
+            // `as` saturates at the i64 range.
+            d as i64
+        } else {
+            0
+        }
+    };
+    let dialogue: Vec<_> = session
+        .transcript_log
+        .iter()
+        .filter(|e| matches!(e.role, Role::Agent | Role::User))
+        .cloned()
+        .collect();
+
+    let mut call = json!({
+        "call_id": session.call_sid,
+        "phone_number": or_default(&session.phone_number, "unknown"),
+        "customer_name": session.customer_name,
+        "user_email": user_email,
+        "started_at": iso_from_unix(session.start_time, now_utc),
+        "ended_at": iso_from_unix(end_time, now_utc),
+        "duration_seconds": duration,
+        "direction": "inbound",
+        "outcome": end_call_reason(state, session),
+        "urgency_tier": map_urgency(&session.urgency_tier),
+        "problem_description": session.problem_description,
+        "booking_status": booking_status(session),
+        "transcript_object": to_json_array(&dialogue),
+    });
+    if let Value::Object(m) = &mut call {
+        if let Some(id) = lead_id {
+            m.insert("lead_id".into(), Value::from(id));
+        }
+        if let Some(id) = job_id {
+            m.insert("job_id".into(), Value::from(id));
+        }
+    }
+    call
+}
+
+/// The emergency alert of a safety_exit call (SPEC §7.5).
+pub fn build_emergency_alert(session: &Session, now_utc: DateTime<Utc>, user_email: &str) -> Value {
+    json!({
+        "call_id": session.call_sid,
+        "phone_number": or_default(&session.phone_number, "unknown"),
+        "customer_name": session.customer_name,
+        "customer_address": session.service_address,
+        "problem_description": or_default(&session.problem_description, SAFETY_ALERT_DEFAULT_PROBLEM),
+        "user_email": user_email,
+        "sms_sent_at": iso_utc(now_utc),
+        "callback_promised_minutes": CALLBACK_PROMISED_MINUTES,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::TimeZone;
+
+    fn now() -> DateTime<Utc> {
+        Utc.with_ymd_and_hms(2026, 2, 20, 12, 0, 0).unwrap()
+    }
+
+    fn sess(v: Value) -> Session {
+        serde_json::from_value(v).unwrap()
+    }
+
+    fn subset(actual: &Value, expected: Value) {
+        for (k, v) in expected.as_object().unwrap() {
+            assert_eq!(actual.get(k), Some(v), "key {k}");
+        }
+    }
+
+    /// The session shared by many conformance cases.
+    fn jonas(urgency: &str) -> Session {
+        sess(json!({
+            "phone_number": "+15125551234", "call_sid": "CA_test_123", "start_time": 1000.0,
+            "caller_known": true, "customer_name": "Jonas", "zip_code": "78745",
+            "service_address": "4210 South Lamar Blvd", "problem_description": "AC blowing warm air",
+            "preferred_time": "morning", "booking_confirmed": true, "booked_time": "2026-02-20T10:00:00",
+            "urgency_tier": urgency,
+            "transcript_log": [
+                {"role": "agent", "content": "Thanks for calling ACE Cooling.", "timestamp": 1000.0, "state": "welcome"},
+                {"role": "user", "content": "My AC is blowing warm air.", "timestamp": 1002.0, "state": "welcome"},
+                {"role": "tool", "name": "book_service", "result": {"booked": true}, "timestamp": 1010.0, "state": "booking"},
+                {"role": "agent", "content": "You're all set for tomorrow morning.", "timestamp": 1012.0, "state": "confirm"}
+            ]
+        }))
+    }
+
+    fn job(state: State, s: &Session) -> Value {
+        build_job_payload(state, s, 1015.0, "owner@test.com")
+    }
+
+    fn call(state: State, s: &Session, end: f64, lead: Option<&str>, jid: Option<&str>) -> Value {
+        build_call_payload(state, s, end, "owner@test.com", lead, jid, now())
+    }
+
+    #[test]
+    fn post_end_call_reason() {
+        let e = |st: State, v: Value| end_call_reason(st, &sess(v));
+        assert_eq!(e(State::SafetyExit, json!({})), "safety_emergency");
+        assert_eq!(
+            e(State::Confirm, json!({"booking_confirmed": true})),
+            "completed"
+        );
+        assert_eq!(e(State::Confirm, json!({})), "customer_hangup");
+        assert_eq!(
+            e(State::Callback, json!({"lead_type": "high_ticket"})),
+            "sales_lead"
+        );
+        assert_eq!(e(State::Callback, json!({})), "callback_later");
+        assert_eq!(
+            e(State::UrgencyCallback, json!({"lead_type": "high_ticket"})),
+            "sales_lead"
+        );
+        assert_eq!(
+            e(State::Urgency, json!({"lead_type": "high_ticket"})),
+            "sales_lead"
+        );
+        assert_eq!(
+            e(State::SafetyExit, json!({"lead_type": "high_ticket"})),
+            "safety_emergency"
+        );
+        assert_eq!(e(State::BookingFailed, json!({})), "customer_hangup");
+    }
+
+    #[test]
+    fn post_booking_status() {
+        assert_eq!(
+            booking_status(&sess(
+                json!({"booking_confirmed": true, "booking_attempted": true})
+            )),
+            "confirmed"
+        );
+        assert_eq!(
+            booking_status(&sess(json!({"booking_attempted": true}))),
+            "attempted_failed"
+        );
+        assert_eq!(booking_status(&sess(json!({}))), "not_requested");
+    }
+
+    #[test]
+    fn post_urgency_mapping() {
+        for (tier, want) in [
+            ("routine", "low"),
+            ("low", "low"),
+            ("medium", "medium"),
+            ("high", "high"),
+            ("urgent", "high"),
+            ("emergency", "emergency"),
+            ("banana", "low"),
+            ("", "low"),
+        ] {
+            let s = jonas(tier);
+            assert_eq!(job(State::Confirm, &s)["urgency"], want, "{tier}");
+            assert_eq!(
+                call(State::Confirm, &s, 1015.0, None, None)["urgency_tier"],
+                want,
+                "{tier}"
+            );
+        }
+    }
+
+    #[test]
+    fn post_job_required_fields_and_transcript() {
+        let j = job(State::Confirm, &jonas("routine"));
+        subset(
+            &j,
+            json!({"customer_name": "Jonas", "customer_phone": "+15125551234",
+                "customer_address": "4210 South Lamar Blvd", "service_type": "hvac",
+                "call_id": "CA_test_123", "user_email": "owner@test.com"}),
+        );
+        subset(
+            &j,
+            json!({
+                "call_transcript": "Agent: Thanks for calling ACE Cooling.\nCaller: My AC is blowing warm air.\n[Tool: book_service]\nAgent: You're all set for tomorrow morning.",
+                "transcript_object": [
+                    {"role": "agent", "content": "Thanks for calling ACE Cooling."},
+                    {"role": "user", "content": "My AC is blowing warm air."},
+                    {"role": "tool", "name": "book_service", "result": {"booked": true}},
+                    {"role": "agent", "content": "You're all set for tomorrow morning."}]
+            }),
+        );
+    }
+
+    #[test]
+    fn post_job_classification_fields() {
+        let j = job(State::Confirm, &jonas("routine"));
+        subset(
+            &j,
+            json!({"tags": {"HAZARD": [], "URGENCY": ["STANDARD"], "SERVICE_TYPE": ["REPAIR_AC"], "REVENUE": [],
+                    "RECOVERY": [], "LOGISTICS": [], "CUSTOMER": ["EXISTING_CUSTOMER"], "NON_CUSTOMER": [], "CONTEXT": []},
+                "priority_color": "blue", "priority_reason": "Standard residential service request",
+                "revenue_tier": "standard_repair", "revenue_tier_label": "$$",
+                "revenue_tier_signals": ["general repair request"], "revenue_confidence": "low"}),
+        );
+    }
+
+    #[test]
+    fn post_job_key_set() {
+        let j = job(State::Confirm, &jonas("routine"));
+        let keys: Vec<&String> = j.as_object().unwrap().keys().collect();
+        let want = [
+            "booking_status",
+            "call_id",
+            "call_transcript",
+            "caller_type",
+            "customer_address",
+            "customer_name",
+            "customer_phone",
+            "end_call_reason",
+            "is_ai_booked",
+            "issue_description",
+            "primary_intent",
+            "priority_color",
+            "priority_reason",
+            "revenue_confidence",
+            "revenue_tier",
+            "revenue_tier_label",
+            "revenue_tier_signals",
+            "scheduled_at",
+            "service_type",
+            "tags",
+            "transcript_object",
+            "urgency",
+            "user_email",
+            "work_type",
+        ];
+        assert_eq!(keys, want.iter().collect::<Vec<_>>());
+        assert_eq!(j["scheduled_at"], "2026-02-20T10:00:00");
+        assert_eq!(j["is_ai_booked"], true);
+        assert_eq!(j["end_call_reason"], "completed");
+        assert_eq!(j["primary_intent"], "booking_request");
+    }
+
+    #[test]
+    fn post_job_small_sessions() {
+        let j = job(
+            State::BookingFailed,
+            &sess(
+                json!({"call_sid": "CA_test_booking_fail", "start_time": 1000.0,
+                "booking_attempted": true, "caller_confirmed": true}),
+            ),
+        );
+        subset(
+            &j,
+            json!({"booking_status": "attempted_failed", "end_call_reason": "customer_hangup"}),
+        );
+
+        let j = job(
+            State::Callback,
+            &sess(json!({"call_sid": "CA_x", "start_time": 1000.0})),
+        );
+        assert!(j.get("is_ai_booked").is_none());
+        assert!(j.get("scheduled_at").is_none());
+        subset(
+            &j,
+            json!({"customer_name": "Unknown Caller", "customer_address": "", "service_type": "hvac",
+                "urgency": "low", "caller_type": "residential", "primary_intent": "new_lead",
+                "work_type": "service", "end_call_reason": "callback_later", "issue_description": "",
+                "call_transcript": "", "transcript_object": [], "revenue_tier": "diagnostic",
+                "revenue_tier_label": "$$?", "revenue_tier_signals": [], "revenue_confidence": "low"}),
+        );
+
+        let j = job(
+            State::Callback,
+            &sess(
+                json!({"lead_type": "high_ticket", "problem_description": "I want a new AC system"}),
+            ),
+        );
+        subset(
+            &j,
+            json!({"end_call_reason": "sales_lead", "priority_color": "green", "revenue_tier": "replacement"}),
+        );
+
+        let j = job(
+            State::UrgencyCallback,
+            &sess(json!({"call_sid": "CA_d5_job", "lead_type": "high_ticket",
+                "problem_description": "I want a new AC system"})),
+        );
+        subset(
+            &j,
+            json!({"end_call_reason": "sales_lead", "revenue_tier": "replacement"}),
+        );
+
+        let j = job(
+            State::Callback,
+            &sess(json!({"phone_number": "", "call_sid": "CA_no_phone", "start_time": 1000.0})),
+        );
+        assert_eq!(j["customer_phone"], "unknown");
+
+        let j = job(
+            State::Callback,
+            &sess(
+                json!({"call_sid": "CA_d15", "start_time": 1000.0, "transcript_log": [
+                {"role": "user", "content": "please call me back", "timestamp": 1002.0, "state": "welcome"}]}),
+            ),
+        );
+        assert_eq!(j["tags"]["SERVICE_TYPE"], json!([]));
+        assert_eq!(j["priority_color"], "blue");
+    }
+
+    #[test]
+    fn post_call_payloads() {
+        let s = jonas("routine");
+        let c = call(State::Confirm, &s, 1015.0, None, None);
+        subset(
+            &c,
+            json!({"call_id": "CA_test_123", "phone_number": "+15125551234",
+                "user_email": "owner@test.com", "duration_seconds": 15,
+                "started_at": "1970-01-01T00:16:40+00:00", "ended_at": "1970-01-01T00:16:55+00:00",
+                "direction": "inbound", "outcome": "completed", "booking_status": "confirmed",
+                "problem_description": "AC blowing warm air", "customer_name": "Jonas"}),
+        );
+        assert_eq!(
+            c["transcript_object"],
+            json!([
+                {"role": "agent", "content": "Thanks for calling ACE Cooling."},
+                {"role": "user", "content": "My AC is blowing warm air."},
+                {"role": "agent", "content": "You're all set for tomorrow morning."}])
+        );
+        assert!(c.get("lead_id").is_none() && c.get("job_id").is_none());
+
+        let s = sess(json!({"customer_name": "Jonas", "start_time": 1000.0}));
+        let c = call(State::Welcome, &s, 1070.0, Some("abc-123"), None);
+        subset(&c, json!({"lead_id": "abc-123", "duration_seconds": 70}));
+        assert!(c.get("job_id").is_none());
+        let c = call(State::Welcome, &s, 1070.0, None, Some("job-456"));
+        subset(&c, json!({"job_id": "job-456"}));
+        assert!(c.get("lead_id").is_none());
+    }
+
+    #[test]
+    fn post_call_time_guards() {
+        let s = sess(json!({"call_sid": "CA_test_zero", "start_time": 0.0}));
+        subset(
+            &call(State::Callback, &s, 1015.0, None, None),
+            json!({"started_at": "2026-02-20T12:00:00+00:00", "duration_seconds": 0,
+                "ended_at": "1970-01-01T00:16:55+00:00"}),
+        );
+        subset(
+            &call(State::Callback, &s, 0.0, None, None),
+            json!({"started_at": "2026-02-20T12:00:00+00:00", "ended_at": "2026-02-20T12:00:00+00:00"}),
+        );
+        let s = sess(json!({"start_time": 1000.0}));
+        subset(
+            &call(State::Confirm, &s, 1015.9, None, None),
+            json!({"duration_seconds": 15, "ended_at": "1970-01-01T00:16:55.900000+00:00"}),
+        );
+        // Garbage times never panic.
+        for t in [f64::NAN, f64::INFINITY, -1e300, 1e300, -5.5] {
+            let s = Session {
+                start_time: t,
+                ..Session::default()
+            };
+            let c = call(State::Welcome, &s, t, None, None);
+            assert!(c["started_at"].is_string());
+        }
+    }
+
+    #[test]
+    fn emergency_alert() {
+        let s = sess(
+            json!({"phone_number": "+15125559876", "call_sid": "CA_test_456",
+            "start_time": 2000.0, "customer_name": "Maria"}),
+        );
+        let a = build_emergency_alert(&s, now(), "owner@test.com");
+        assert_eq!(
+            a,
+            json!({"call_id": "CA_test_456", "phone_number": "+15125559876", "customer_name": "Maria",
+                "customer_address": "", "problem_description": "Safety emergency detected",
+                "user_email": "owner@test.com", "sms_sent_at": "2026-02-20T12:00:00+00:00",
+                "callback_promised_minutes": 30})
+        );
+        let s = sess(json!({"phone_number": "", "problem_description": "smoke from the furnace"}));
+        let a = build_emergency_alert(&s, now(), "x");
+        assert_eq!(a["phone_number"], "unknown");
+        assert_eq!(a["problem_description"], "smoke from the furnace");
+    }
+
+    #[test]
+    fn safety_job_tags() {
+        let s = sess(
+            json!({"phone_number": "+15125559876", "call_sid": "CA_test_456",
+            "start_time": 2000.0, "customer_name": "Maria", "transcript_log": [
+                {"role": "agent", "content": "Any safety concerns?", "timestamp": 2000.0, "state": "safety"},
+                {"role": "user", "content": "I smell gas in my house", "timestamp": 2002.0, "state": "safety"},
+                {"role": "agent", "content": "Please call 911 immediately.", "timestamp": 2003.0, "state": "safety_exit"}]}),
+        );
+        let j = job(State::SafetyExit, &s);
+        assert_eq!(j["end_call_reason"], "safety_emergency");
+        assert_eq!(j["priority_color"], "red");
+        assert_eq!(j["tags"]["HAZARD"], json!(["GAS_LEAK"]));
+        assert_eq!(j["tags"]["URGENCY"], json!(["CRITICAL_EVACUATE"]));
+    }
+
+    #[test]
+    fn merge_skips_nulls() {
+        let mut j = job(State::Confirm, &jonas("routine"));
+        let cls = json!({"ai_summary": null, "card_headline": "AC Fix", "call_subtype": null, "other": 1});
+        merge_classification(&mut j, cls.as_object().unwrap());
+        assert_eq!(j["card_headline"], "AC Fix");
+        assert!(j.get("ai_summary").is_none());
+        assert!(j.get("call_subtype").is_none());
+        assert!(j.get("other").is_none());
+        let mut not_obj = json!([]);
+        merge_classification(&mut not_obj, cls.as_object().unwrap());
+        assert_eq!(not_obj, json!([]));
+    }
+}
