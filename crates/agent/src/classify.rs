@@ -878,3 +878,17 @@ mod tests {
         }
     }
 }
+
+/// The post-call LLM classification outcome (SPEC §7.7): `{}` when no LLM
+/// is configured, the transcript is blank, or the LLM call failed
+/// (`llm_content` = `None`); otherwise the validated fields of its answer.
+pub fn classification_from_llm(
+    llm_configured: bool,
+    transcript_text: &str,
+    llm_content: Option<&str>,
+) -> Map<String, Value> {
+    if !llm_configured || transcript_text.trim().is_empty() {
+        return Map::new();
+    }
+    llm_content.map(parse_classification).unwrap_or_default()
+}
