@@ -1,1 +1,1166 @@
-//! (in progress)
+//! Value validators and caller-text predicates (SPEC §2.1–§2.2 with
+//! DECISIONS D-3, D-8, D-9, D-11, D-12, D-13).
+//!
+//! Everything here is pure, allocation-light and total: any `&str` input —
+//! empty, emoji, control characters, megabytes — gives an answer, never a
+//! panic.
+
+use crate::keywords::{
+    is_word_char, lowercase, match_any, word_to_digit, LowerText, CALLBACK_REQUEST_KEYWORDS,
+    FOLLOW_UP_KEYWORDS, HIGH_TICKET_NEGATIVE, HIGH_TICKET_POSITIVE, MANAGE_BOOKING_KEYWORDS,
+    NON_SERVICE_KEYWORDS, NO_SIGNALS, PROPERTY_MANAGER_KEYWORDS, SAFETY_RETRACTION_KEYWORDS,
+    SENTINEL_VALUES, TIME_PATTERNS, URGENT_SIGNALS,
+};
+use crate::profile::BusinessProfile;
+
+// ---------------------------------------------------------------------------
+// Value validators
+// ---------------------------------------------------------------------------
+
+/// Whether the trimmed, lower-cased value is a placeholder ("n/a", "tbd", …).
+pub fn is_sentinel(value: &str) -> bool {
+    let l = lowercase(value.trim());
+    SENTINEL_VALUES.contains(&l.as_ref())
+}
+
+/// SPEC §2.2: the trimmed value if it is exactly five ASCII digits, else "".
+pub fn validate_zip(value: &str) -> String {
+    let t = value.trim();
+    if t.len() == 5 && t.bytes().all(|b| b.is_ascii_digit()) {
+        t.to_string()
+    } else {
+        String::new()
+    }
+}
+
+/// SPEC §2.2: a valid ZIP that starts with one of the profile's prefixes.
+pub fn is_service_area(zip: &str, profile: &BusinessProfile) -> bool {
+    let z = validate_zip(zip);
+    !z.is_empty() && profile.zip_in_area(&z)
+}
+
+/// SPEC §2.2: the trimmed name, or "" for sentinels, phone numbers (≥ 7
+/// characters of digits, `+`, `-`, `(`, `)`, spaces) and template
+/// placeholders (`{{` / `}}`).
+pub fn validate_name(value: &str) -> String {
+    let t = value.trim();
+    if t.is_empty() || is_sentinel(t) {
+        return String::new();
+    }
+    let phone_like = t.len() >= 7
+        && t.bytes()
+            .all(|b| b.is_ascii_digit() || matches!(b, b'+' | b'-' | b'(' | b')' | b' '));
+    if phone_like || t.contains("{{") || t.contains("}}") {
+        return String::new();
+    }
+    t.to_string()
+}
+
+fn is_lone_o(token: &str) -> bool {
+    token.eq_ignore_ascii_case("o") || token.eq_ignore_ascii_case("oh")
+}
+
+fn digit_form(token: &str) -> Option<&str> {
+    if !token.is_empty() && token.bytes().all(|b| b.is_ascii_digit()) {
+        Some(token)
+    } else {
+        word_to_digit(token)
+    }
+}
+
+/// SPEC §2.2 with D-13: trimmed address with a spoken street number turned
+/// into digits ("53 Eleven Izzical Road" → "5311 Izzical Road"), or "" when
+/// it is a sentinel, offers alternatives ("… or …"), has no ASCII letter or
+/// is shorter than 5 characters. A lone "o"/"oh" is a digit only inside a
+/// run with another digit token ("O Street" stays "O Street").
+pub fn validate_address(value: &str) -> String {
+    let t = value.trim();
+    if t.is_empty() || is_sentinel(t) || match_any(t, &["or"]) {
+        return String::new();
+    }
+    let tokens: Vec<&str> = t.split_whitespace().collect();
+    let run = tokens
+        .iter()
+        .take_while(|tok| digit_form(tok).is_some())
+        .count();
+    let has_real_digit = tokens[..run].iter().any(|tok| !is_lone_o(tok));
+    let normalized = if run > 0 && has_real_digit {
+        let mut out: String = tokens[..run]
+            .iter()
+            .filter_map(|tok| digit_form(tok))
+            .collect();
+        for tok in &tokens[run..] {
+            out.push(' ');
+            out.push_str(tok);
+        }
+        out
+    } else {
+        t.to_string()
+    };
+    if !normalized.bytes().any(|b| b.is_ascii_alphabetic()) || normalized.chars().count() < 5 {
+        return String::new();
+    }
+    normalized
+}
+
+/// SPEC §2.2: the digits spoken or written in `text`, concatenated
+/// (letter runs mapped through WORD_TO_DIGIT, unknown words dropped, single
+/// ASCII digits kept): "seven 8 seven 0 one" → "78701".
+pub fn words_to_digits(text: &str) -> String {
+    let mut out = String::new();
+    let bytes = text.as_bytes();
+    let mut i = 0;
+    while i < bytes.len() {
+        let b = bytes[i];
+        if b.is_ascii_alphabetic() {
+            let start = i;
+            while i < bytes.len() && bytes[i].is_ascii_alphabetic() {
+                i += 1;
+            }
+            if let Some(d) = word_to_digit(&text[start..i]) {
+                out.push_str(d);
+            }
+        } else {
+            if b.is_ascii_digit() {
+                out.push(b as char);
+            }
+            i += 1;
+        }
+    }
+    out
+}
+
+// ---------------------------------------------------------------------------
+// Tokenizer shared by ZIP extraction and safety triage
+// ---------------------------------------------------------------------------
+
+/// A word of a (lower-cased) utterance with facts about the gap before it.
+#[derive(Debug, Clone, Copy)]
+struct Tok<'a> {
+    text: &'a str,
+    /// The gap before this token contains clause punctuation.
+    clause_break: bool,
+    /// The gap before this token is only spaces, commas and hyphens (digit
+    /// tokens separated like this belong to one spoken number).
+    joinable: bool,
+}
+
+fn is_apostrophe(c: char) -> bool {
+    c == '\'' || c == '\u{2019}'
+}
+
+fn is_clause_punct(c: char) -> bool {
+    matches!(
+        c,
+        ',' | '.'
+            | ';'
+            | ':'
+            | '!'
+            | '?'
+            | '\n'
+            | '\r'
+            | '('
+            | ')'
+            | '['
+            | ']'
+            | '"'
+            | '\u{2014}'
+            | '\u{2013}'
+            | '\u{2026}'
+    )
+}
+
+/// Words are runs of word characters, with inner apostrophes kept ("don't").
+fn tokenize(text: &str) -> Vec<Tok<'_>> {
+    let mut toks = Vec::new();
+    let mut gap_start = 0;
+    let mut iter = text.char_indices().peekable();
+    while let Some((i, c)) = iter.next() {
+        if !is_word_char(c) {
+            continue;
+        }
+        let start = i;
+        let mut end = i + c.len_utf8();
+        while let Some(&(j, d)) = iter.peek() {
+            if is_word_char(d) {
+                end = j + d.len_utf8();
+                iter.next();
+            } else if is_apostrophe(d) {
+                // Keep the apostrophe only if a word character follows it.
+                let after = j + d.len_utf8();
+                if text[after..].chars().next().is_some_and(is_word_char) {
+                    iter.next();
+                    end = after;
+                } else {
+                    break;
+                }
+            } else {
+                break;
+            }
+        }
+        let gap = &text[gap_start..start];
+        toks.push(Tok {
+            text: &text[start..end],
+            clause_break: gap.chars().any(is_clause_punct),
+            joinable: gap
+                .chars()
+                .all(|g| g.is_whitespace() || g == ',' || g == '-'),
+        });
+        gap_start = end;
+    }
+    toks
+}
+
+// ---------------------------------------------------------------------------
+// ZIP extraction (D-12, D-13)
+// ---------------------------------------------------------------------------
+
+/// A ZIP candidate: token index where it starts and its digits.
+struct ZipCandidate {
+    start: usize,
+    zip: String,
+}
+
+fn run_candidates(toks: &[Tok<'_>], run: &[usize], out: &mut Vec<ZipCandidate>) {
+    if run.is_empty() || run.iter().all(|&i| is_lone_o(toks[i].text)) {
+        return;
+    }
+    let digits_of = |idx: &[usize]| -> String {
+        idx.iter()
+            .filter_map(|&i| digit_form(toks[i].text))
+            .collect()
+    };
+    let all = digits_of(run);
+    if all.len() == 5 {
+        out.push(ZipCandidate {
+            start: run[0],
+            zip: all,
+        });
+        return;
+    }
+    // Leading "oh" / "o" as an interjection ("oh, seven eight seven zero one").
+    let lead = run.iter().take_while(|&&i| is_lone_o(toks[i].text)).count();
+    if lead > 0 {
+        let rest = digits_of(&run[lead..]);
+        if rest.len() == 5 {
+            out.push(ZipCandidate {
+                start: run[lead],
+                zip: rest,
+            });
+            return;
+        }
+    }
+    // A written five-digit number is a ZIP on its own ("78745-1234").
+    for &i in run {
+        let t = toks[i].text;
+        if t.len() == 5 && t.bytes().all(|b| b.is_ascii_digit()) {
+            out.push(ZipCandidate {
+                start: i,
+                zip: t.to_string(),
+            });
+        }
+    }
+}
+
+/// D-12: the ZIP the service-area step takes from a caller utterance: a run
+/// of consecutive digit tokens (spoken number words, "oh", written digits;
+/// separated only by spaces, commas or hyphens) that makes exactly five
+/// digits, preferring the first one after the word "zip"; otherwise the only
+/// (or, with several, the last — house numbers come first) candidate.
+/// "" if there is none.
+pub fn extract_zip(text: &str) -> String {
+    let lower = lowercase(text);
+    let toks = tokenize(&lower);
+    let mut cands = Vec::new();
+    let mut run: Vec<usize> = Vec::new();
+    for (i, t) in toks.iter().enumerate() {
+        if digit_form(t.text).is_some() {
+            if !run.is_empty() && !t.joinable {
+                run_candidates(&toks, &run, &mut cands);
+                run.clear();
+            }
+            run.push(i);
+        } else if !run.is_empty() {
+            run_candidates(&toks, &run, &mut cands);
+            run.clear();
+        }
+    }
+    run_candidates(&toks, &run, &mut cands);
+    if cands.is_empty() {
+        return String::new();
+    }
+    let zip_word = toks
+        .iter()
+        .position(|t| matches!(t.text, "zip" | "zipcode" | "postal"));
+    if let Some(z) = zip_word {
+        if let Some(pos) = cands.iter().position(|c| c.start > z) {
+            return cands.swap_remove(pos).zip;
+        }
+    }
+    cands.pop().map(|c| c.zip).unwrap_or_default()
+}
+
+// ---------------------------------------------------------------------------
+// Duration
+// ---------------------------------------------------------------------------
+
+const DURATION_ACUTE: &[&str] = &[
+    "hour",
+    "hours",
+    "minute",
+    "minutes",
+    "today",
+    "tonight",
+    "this morning",
+    "this afternoon",
+    "this evening",
+    "just",
+];
+const DURATION_RECENT: &[&str] = &[
+    "yesterday",
+    "last night",
+    "day",
+    "days",
+    "this week",
+    "weekend",
+    "monday",
+    "tuesday",
+    "wednesday",
+    "thursday",
+    "friday",
+    "saturday",
+    "sunday",
+];
+const DURATION_ONGOING: &[&str] = &[
+    "week",
+    "weeks",
+    "month",
+    "months",
+    "year",
+    "years",
+    "a while",
+    "awhile",
+    "some time",
+    "long time",
+    "ages",
+];
+
+/// Bucket a problem duration: "acute" (< 24 h: hours, today, "just …"),
+/// "recent" (days, yesterday, this week), "ongoing" (weeks, months, years,
+/// "a while"), or "" when nothing is recognised. First bucket that matches
+/// wins (so "just a couple weeks" is acute).
+pub fn categorize_duration(value: &str) -> &'static str {
+    let t = LowerText::new(value);
+    if t.matches_any(DURATION_ACUTE) {
+        "acute"
+    } else if t.matches_any(DURATION_RECENT) {
+        "recent"
+    } else if t.matches_any(DURATION_ONGOING) {
+        "ongoing"
+    } else {
+        ""
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Intent
+// ---------------------------------------------------------------------------
+
+/// Why the caller is calling (SPEC §2.1 `classify_intent`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Intent {
+    Service,
+    NonService,
+    FollowUp,
+    ManageBooking,
+}
+
+impl Intent {
+    /// The session / conformance name of the intent.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Intent::Service => "service",
+            Intent::NonService => "non_service",
+            Intent::FollowUp => "follow_up",
+            Intent::ManageBooking => "manage_booking",
+        }
+    }
+}
+
+/// First match wins: manage-booking words, follow-up words, non-service
+/// words (D-11: applicant phrases, not "job" alone); otherwise service.
+pub fn classify_intent(text: &str) -> Intent {
+    let t = LowerText::new(text);
+    if t.matches_any(MANAGE_BOOKING_KEYWORDS) {
+        Intent::ManageBooking
+    } else if t.matches_any(FOLLOW_UP_KEYWORDS) {
+        Intent::FollowUp
+    } else if t.matches_any(NON_SERVICE_KEYWORDS) {
+        Intent::NonService
+    } else {
+        Intent::Service
+    }
+}
+
+const WARRANTY_WORDS: &[&str] = &["warranty", "warranties", "guarantee"];
+const BILLING_WORDS: &[&str] = &[
+    "billing",
+    "bill",
+    "bills",
+    "billed",
+    "charge",
+    "charges",
+    "charged",
+    "overcharged",
+    "payment",
+    "payments",
+    "pay",
+    "paid",
+    "invoice",
+    "invoices",
+    "refund",
+    "receipt",
+];
+
+/// D-6/D-7: the callback type for a non-service caller: `billing` for
+/// billing / charge / payment / invoice questions, `warranty` for warranty
+/// questions (checked first), `None` for vendors, job seekers and wrong
+/// numbers (no callback is promised to them).
+pub fn non_service_callback_type(text: &str) -> Option<&'static str> {
+    let t = LowerText::new(text);
+    if t.matches_any(WARRANTY_WORDS) {
+        Some("warranty")
+    } else if t.matches_any(BILLING_WORDS) {
+        Some("billing")
+    } else {
+        None
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Safety triage (D-3)
+// ---------------------------------------------------------------------------
+
+/// The safety state's reading of a caller's answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SafetyAnswer {
+    /// An explicit, unnegated, unretracted danger statement → `safety_exit`.
+    Emergency,
+    /// A clear "no" (a NO word, or only negated danger phrases).
+    ClearNo,
+    /// Anything else (ambiguous equipment words, retractions without a no,
+    /// unrelated talk): stay and ask.
+    Unclear,
+}
+
+/// Danger words that are dangerous on their own.
+const DANGER_WORDS: &[&str] = &[
+    "smoke", "smoking", "smoky", "smokey", "sparks", "spark", "sparking", "sparked", "fire",
+    "fires", "flames", "burning", "burnt",
+];
+/// Words that turn "gas" (or "propane") into a danger statement.
+const GAS_CUES: &[&str] = &[
+    "smell", "smells", "smelled", "smelling", "smelt", "odor", "odour", "odors", "leak", "leaks",
+    "leaking", "leaked", "fumes", "whiff", "stink", "stinks", "stinking", "hissing",
+];
+const GAS_WORDS: &[&str] = &["gas", "propane"];
+/// How far (in words) a gas cue may be from the gas word.
+const GAS_CUE_WINDOW: usize = 6;
+const CO_DEVICES: &[&str] = &[
+    "detector",
+    "detectors",
+    "alarm",
+    "alarms",
+    "monitor",
+    "sensor",
+];
+/// Words that end a clause (negation does not reach across them).
+const CLAUSE_WORDS: &[&str] = &[
+    "but", "and", "so", "though", "although", "however", "because", "cause", "plus", "also",
+    "then", "except", "yet", "while", "whereas", "anyway",
+];
+const NEGATORS: &[&str] = &[
+    "no", "not", "never", "nothing", "none", "without", "nor", "neither", "nobody", "dont",
+    "doesnt", "didnt", "isnt", "arent", "wasnt", "werent", "havent", "hasnt", "cant", "cannot",
+    "wont", "aint",
+];
+/// Words that stop a negation from reaching a later danger word (a new
+/// subject, or uncertainty: "no I smell gas", "I don't know if it's smoke").
+const NEGATION_BLOCKERS: &[&str] = &[
+    "i", "i'm", "im", "we", "we're", "it", "it's", "its", "there", "there's", "theres", "they",
+    "they're", "you", "he", "she", "if", "whether", "know", "sure", "tell", "maybe", "might",
+    "unless", "until", "when",
+];
+/// How many words may separate a negator from the danger word.
+const NEGATION_WINDOW: usize = 4;
+
+fn is_negator(w: &str) -> bool {
+    NEGATORS.contains(&w) || w.ends_with("n't")
+}
+
+fn negated_at(clause: &[&str], pos: usize) -> bool {
+    let lo = pos.saturating_sub(NEGATION_WINDOW);
+    for k in (lo..pos).rev() {
+        let w = clause[k];
+        if is_negator(w) {
+            return true;
+        }
+        if NEGATION_BLOCKERS.contains(&w) {
+            return false;
+        }
+    }
+    false
+}
+
+#[derive(Default)]
+struct DangerScan {
+    asserted: bool,
+    negated: bool,
+    ambiguous: bool,
+}
+
+impl DangerScan {
+    fn record(&mut self, negated: bool) {
+        if negated {
+            self.negated = true;
+        } else {
+            self.asserted = true;
+        }
+    }
+}
+
+fn scan_clause(clause: &[&str], scan: &mut DangerScan) {
+    for (i, &w) in clause.iter().enumerate() {
+        let next = clause.get(i + 1).copied().unwrap_or("");
+        if DANGER_WORDS.contains(&w)
+            || (w == "carbon" && next == "monoxide")
+            || (w == "co" && CO_DEVICES.contains(&next))
+            || (w == "rotten" && next.starts_with("egg"))
+        {
+            scan.record(negated_at(clause, i));
+        } else if GAS_WORDS.contains(&w) {
+            let lo = i.saturating_sub(GAS_CUE_WINDOW);
+            let hi = (i + GAS_CUE_WINDOW + 1).min(clause.len());
+            let cue = (lo..hi)
+                .filter(|&j| GAS_CUES.contains(&clause[j]))
+                .min_by_key(|j| j.abs_diff(i));
+            match cue {
+                Some(j) => scan.record(
+                    negated_at(clause, i.min(j)) || negated_at(clause, i) || negated_at(clause, j),
+                ),
+                None => scan.ambiguous = true,
+            }
+        }
+    }
+}
+
+fn scan_danger(lower: &str) -> DangerScan {
+    let norm = lower.replace('\u{2019}', "'");
+    let toks = tokenize(&norm);
+    let mut scan = DangerScan::default();
+    let mut clause: Vec<&str> = Vec::new();
+    for t in &toks {
+        if t.clause_break && !clause.is_empty() {
+            scan_clause(&clause, &mut scan);
+            clause.clear();
+        }
+        if CLAUSE_WORDS.contains(&t.text) {
+            if !clause.is_empty() {
+                scan_clause(&clause, &mut scan);
+                clause.clear();
+            }
+            continue;
+        }
+        clause.push(t.text);
+    }
+    scan_clause(&clause, &mut scan);
+    scan
+}
+
+/// D-3 safety judgement. Explicit unnegated danger (smell gas, gas smell or
+/// leak, rotten eggs, burning, smoke, sparks, fire, CO / carbon-monoxide
+/// alarm or detector) without a retraction → `Emergency`; else a NO_SIGNALS
+/// word or only negated danger phrases ("I don't smell gas", "nothing is
+/// burning") → `ClearNo`; else (equipment words such as "gas furnace",
+/// retractions without a no, anything unrelated) → `Unclear`.
+pub fn safety_answer(text: &str) -> SafetyAnswer {
+    let t = LowerText::new(text);
+    let scan = scan_danger(t.as_str());
+    if scan.asserted && !t.matches_any(SAFETY_RETRACTION_KEYWORDS) {
+        return SafetyAnswer::Emergency;
+    }
+    if t.matches_any(NO_SIGNALS) || (scan.negated && !scan.asserted) {
+        return SafetyAnswer::ClearNo;
+    }
+    SafetyAnswer::Unclear
+}
+
+/// True only for an unnegated, unretracted danger statement (D-3).
+pub fn detect_safety_emergency(text: &str) -> bool {
+    safety_answer(text) == SafetyAnswer::Emergency
+}
+
+// ---------------------------------------------------------------------------
+// Other predicates
+// ---------------------------------------------------------------------------
+
+/// Replacement / estimate interest without repair words (SPEC §2.1).
+pub fn detect_high_ticket(text: &str) -> bool {
+    let t = LowerText::new(text);
+    t.matches_any(HIGH_TICKET_POSITIVE) && !t.matches_any(HIGH_TICKET_NEGATIVE)
+}
+
+/// The caller asks to be called back (SPEC §2.1).
+pub fn detect_callback_request(text: &str) -> bool {
+    match_any(text, CALLBACK_REQUEST_KEYWORDS)
+}
+
+/// The caller is a property manager / calls for someone else (SPEC §2.1).
+pub fn detect_property_manager(text: &str) -> bool {
+    match_any(text, PROPERTY_MANAGER_KEYWORDS)
+}
+
+const WRAP_UP_PHRASES: &[&str] = &[
+    "bye",
+    "goodbye",
+    "good bye",
+    "bye-bye",
+    "that's all",
+    "that is all",
+    "that'll be all",
+    "that's it",
+    "that's everything",
+    "no thanks",
+    "no, thanks",
+    "no thank you",
+    "no, thank you",
+    "thank you",
+    "thanks",
+    "all set",
+    "have a good one",
+    "have a good day",
+    "have a nice day",
+    "have a great day",
+    "nothing else",
+];
+const GOODBYES: &[&str] = &["bye", "goodbye", "good bye", "bye-bye"];
+const QUESTION_STARTERS: &[&str] = &[
+    "what", "when", "where", "why", "who", "which", "how", "can", "could", "will", "would", "is",
+    "are", "do", "does", "did", "should", "may", "whats", "what's", "when's", "how's",
+];
+const BARE_NO: &[&str] = &["no", "nope", "nah", "no thanks", "nothing"];
+
+/// D-9: the caller signals they are done (bye, that's all, no thanks, thank
+/// you, all set, have a good one). A question ("how much will the visit
+/// cost?", "thanks, what time will they come?") is not a wrap-up unless it
+/// also says goodbye.
+pub fn is_wrap_up(text: &str) -> bool {
+    let t = LowerText::new(text);
+    if t.matches_any(GOODBYES) {
+        return true;
+    }
+    let lower = t.as_str();
+    let trimmed = lower.trim_matches(|c: char| !is_word_char(c));
+    if BARE_NO.contains(&trimmed) {
+        return true;
+    }
+    if !t.matches_any(WRAP_UP_PHRASES) {
+        return false;
+    }
+    // A question keeps the conversation open.
+    if lower.contains('?') {
+        return false;
+    }
+    let norm = lower.replace('\u{2019}', "'");
+    let toks = tokenize(&norm);
+    let asks = toks
+        .iter()
+        .enumerate()
+        .any(|(i, tk)| (i == 0 || tk.clause_break) && QUESTION_STARTERS.contains(&tk.text));
+    !asks
+}
+
+/// D-8: what the caller wants done with an existing appointment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ManageRequest {
+    Cancel,
+    Reschedule,
+    Status,
+}
+
+impl ManageRequest {
+    /// The `manage_action` / tool `action` name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ManageRequest::Cancel => "cancel",
+            ManageRequest::Reschedule => "reschedule",
+            ManageRequest::Status => "status",
+        }
+    }
+}
+
+const RESCHEDULE_PHRASES: &[&str] = &[
+    "reschedule",
+    "rescheduling",
+    "move it",
+    "move my appointment",
+    "move the appointment",
+    "change my appointment",
+    "change the appointment",
+    "change the time",
+    "change the date",
+    "different time",
+    "different day",
+    "another time",
+    "another day",
+    "push it",
+    "push my appointment",
+];
+const CANCEL_PHRASES: &[&str] = &["cancel", "cancelling", "canceling", "cancellation"];
+const STATUS_PHRASES: &[&str] = &[
+    "when is",
+    "when's",
+    "what time is",
+    "what day is",
+    "status",
+    "still on",
+    "still scheduled",
+    "confirm my appointment",
+];
+
+/// D-8: recognise a cancel, reschedule or status request (reschedule wins
+/// over cancel, cancel over status); `None` if none is recognised.
+pub fn manage_request(text: &str) -> Option<ManageRequest> {
+    let t = LowerText::new(text);
+    if t.matches_any(RESCHEDULE_PHRASES) {
+        Some(ManageRequest::Reschedule)
+    } else if t.matches_any(CANCEL_PHRASES) {
+        Some(ManageRequest::Cancel)
+    } else if t.matches_any(STATUS_PHRASES) {
+        Some(ManageRequest::Status)
+    } else {
+        None
+    }
+}
+
+const EXTRA_TIME_WORDS: &[&str] = &["next week", "noon", "tonight", "weekend", "o'clock"];
+
+fn is_clock_token(tok: &str) -> bool {
+    let digits = tok.bytes().take_while(|b| b.is_ascii_digit()).count();
+    digits > 0 && digits <= 2 && matches!(&tok[digits..], "am" | "pm")
+}
+
+/// D-8: whether the text names a time usable for a reschedule (a day or
+/// part of day, an ASAP word, "next week", "noon", "3pm", "3 o'clock").
+pub fn names_a_time(text: &str) -> bool {
+    let t = LowerText::new(text);
+    if t.matches_any(TIME_PATTERNS)
+        || t.matches_any(URGENT_SIGNALS)
+        || t.matches_any(EXTRA_TIME_WORDS)
+    {
+        return true;
+    }
+    let toks = tokenize(t.as_str());
+    toks.iter().enumerate().any(|(i, tk)| {
+        is_clock_token(tk.text)
+            || (tk.text.len() <= 2
+                && tk.text.bytes().all(|b| b.is_ascii_digit())
+                && toks
+                    .get(i + 1)
+                    .is_some_and(|n| matches!(n.text, "am" | "pm" | "a" | "p")))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn conformance_validate_zip() {
+        assert_eq!(validate_zip("78701"), "78701"); // val.zip.test_valid_zip_787_prefix
+        assert_eq!(validate_zip("787"), ""); // val.zip.test_rejects_partial_zip
+        assert_eq!(validate_zip("abcde"), ""); // val.zip.test_rejects_non_numeric
+        assert_eq!(validate_zip("787456"), ""); // val.zip.test_rejects_six_digits
+        assert_eq!(validate_zip(""), ""); // val.zip.test_rejects_empty / _none
+        assert_eq!(validate_zip(" 78745 "), "78745"); // val.zip.test_strips_whitespace
+        assert_eq!(validate_zip("78745-1234"), ""); // val.zip.zip_plus4_rejected
+        assert_eq!(validate_zip("７８７０１"), ""); // full-width digits
+    }
+
+    #[test]
+    fn conformance_is_service_area() {
+        let p = BusinessProfile::default();
+        assert!(!is_service_area("", &p)); // val.service_area.test_empty_zip_not_in_area
+        assert!(!is_service_area("7870", &p)); // val.service_area.invalid_format
+        assert!(is_service_area(" 78799 ", &p)); // val.service_area.whitespace
+        assert!(!is_service_area("90210", &p));
+    }
+
+    #[test]
+    fn conformance_validate_name() {
+        for (input, want) in [
+            ("+15125551234", ""),         // val.name.test_rejects_phone_number
+            ("5125551234", ""),           // val.name.test_rejects_phone_digits_only
+            ("Not provided", ""),         // val.name.test_rejects_not_provided
+            ("N/A", ""),                  // val.name.test_rejects_na
+            ("unknown", ""),              // val.name.test_rejects_unknown
+            ("", ""),                     // val.name.test_rejects_empty / _none
+            ("{{customer_name}}", ""),    // val.name.test_rejects_placeholder_template
+            ("  Jonas  ", "Jonas"),       // val.name.derived_1
+            ("(512) 555-1234", ""),       // val.name.derived_2
+            ("TBD", ""),                  // val.name.derived_4
+            ("Hi {{name}}", ""),          // val.name.derived_5
+            ("customer_name", ""),        // val.name.derived_6
+            ("Bob or Jim", "Bob or Jim"), // val.name.derived_7
+            ("auto", ""),                 // val.name.derived_8
+            ("123456", "123456"),         // SPEC: 6 digits pass
+            ("José 🔥", "José 🔥"),
+        ] {
+            assert_eq!(validate_name(input), want, "{input:?}");
+        }
+    }
+
+    #[test]
+    fn conformance_validate_address() {
+        for (input, want) in [
+            ("123 Main Street", "123 Main Street"), // test_valid_street_address
+            ("42 Elm St", "42 Elm St"),             // test_valid_short_address
+            ("78001", ""),                          // test_rejects_pure_digits_5
+            ("1 Rk", ""),                           // test_rejects_too_short_4_chars
+            ("1 Elm", "1 Elm"),                     // test_accepts_5_chars_with_letters
+            ("", ""),                               // test_rejects_empty / _none
+            ("53 Eleven Izzical Road", "5311 Izzical Road"), // test_normalizes_mixed_…
+            ("4 Two Six Elm St", "426 Elm St"),     // test_normalizes_digit_then_word
+            ("5311 Main St", "5311 Main St"),       // test_leaves_already_numeric_alone
+            ("Five Oak Lane", "5 Oak Lane"),        // test_stops_at_non_number_word
+            ("5 Oh Three Main St", "503 Main St"),  // test_oh_as_zero_in_address
+            ("Twelve Oak Lane", "12 Oak Lane"),     // derived_1
+            ("O Street", "O Street"),               // derived_2 (D-13)
+            ("one two three", ""),                  // derived_3
+            ("  5 oh 3 main st  ", "503 main st"),  // derived_4
+            ("Orchard Lane", "Orchard Lane"),       // derived_6
+            ("TBD", ""),                            // derived_7
+            (
+                "4210 South Lamar Blvd, 78745",
+                "4210 South Lamar Blvd, 78745",
+            ), // derived_8
+            ("Oh Henry Road", "Oh Henry Road"),     // d13_oh_henry_road
+            ("O Connor Avenue", "O Connor Avenue"), // d13_o_connor_avenue
+            ("One O One Main St", "101 Main St"),   // d13_o_inside_run
+            ("Four Oh Two Elm Street", "402 Elm Street"), // d13_oh_inside_run
+            ("123 Main or 456 Oak", ""),
+            ("Oak", ""),
+            ("7801", ""),
+            ("12   Main    St", "12 Main St"),
+            ("Main    St", "Main    St"),
+        ] {
+            assert_eq!(validate_address(input), want, "{input:?}");
+        }
+    }
+
+    #[test]
+    fn conformance_words_to_digits() {
+        assert_eq!(words_to_digits("seven eight seven zero one"), "78701"); // .1
+        assert_eq!(words_to_digits("seven eight seven oh one"), "78701"); // .2
+        assert_eq!(words_to_digits("seven 8 seven 0 one"), "78701"); // .3
+        assert_eq!(words_to_digits("hello world"), ""); // .4
+        assert_eq!(words_to_digits("seven eight zero one"), "7801"); // .6
+        assert_eq!(words_to_digits("ten"), "10"); // .8
+        assert_eq!(words_to_digits("someone"), "");
+        assert_eq!(words_to_digits("SEVEN,eight-9"), "789");
+        assert_eq!(words_to_digits("é7🔥٣"), "7");
+    }
+
+    #[test]
+    fn conformance_extract_zip() {
+        for (input, want) in [
+            // val.extract_zip.house_number_ignored
+            (
+                "I am at 4329 Franklin, zip seven eight seven zero one",
+                "78701",
+            ),
+            // val.extract_zip.d12_prefers_after_zip
+            (
+                "my house is seven one two three four Oak Lane and the zip code is seven eight seven four five",
+                "78745",
+            ),
+            ("seven eight seven zero one", "78701"), // d12_plain_spoken
+            ("seven eight zero one", ""),            // d12_four_tokens_is_not_a_zip
+            ("7 8 7 0 1", "78701"),                  // d12_single_written_digits
+            ("seven 8 seven 0 one", "78701"),        // d12_mixed_tokens
+            ("five oh three Main Street", ""),       // d12_three_digit_house_number_only
+            ("I don't know my zip code", ""),        // d12_no_digits
+            ("oh I think it's seven eight seven four five", "78745"), // d13_leading_oh
+            // sm.service_area.* utterances
+            ("my ZIP is 78701", "78701"),
+            ("my ZIP is 90210", "90210"),
+            ("it's 787", ""),
+            ("my zip is seven eight seven four five", "78745"),
+            ("I'm at 4329 Franklin, zip seven eight seven zero one", "78701"),
+            ("12345 Main Street, zip 78701", "78701"),
+            ("4329 Franklin Avenue, zip nine oh two one oh", "90210"),
+            ("oh, it's seven eight seven zero one", "78701"),
+            // more
+            ("oh seven eight seven zero one", "78701"),
+            ("oh oh oh oh oh", ""),
+            ("78745-1234", "78745"),
+            ("call 512 555 1234", ""),
+            ("seven, eight, seven, zero, one.", "78701"),
+            ("4329 Franklin Ave 78701", "78701"),
+            ("", ""),
+            ("🔥🔥", ""),
+        ] {
+            assert_eq!(extract_zip(input), want, "{input:?}");
+        }
+    }
+
+    #[test]
+    fn conformance_categorize_duration() {
+        assert_eq!(categorize_duration("since yesterday"), "recent"); // val.duration.2
+        assert_eq!(categorize_duration("2 days"), "recent"); // val.duration.4
+        assert_eq!(categorize_duration(""), ""); // val.duration.5
+        assert_eq!(categorize_duration("forever"), ""); // val.duration.6
+        assert_eq!(categorize_duration("just a couple weeks"), "acute"); // val.duration.7
+        assert_eq!(categorize_duration("this morning"), "acute");
+        assert_eq!(categorize_duration("about a month"), "ongoing");
+    }
+
+    #[test]
+    fn conformance_classify_intent() {
+        for (input, want) in [
+            ("my AC is broken", "service"), // val.intent.test_ac_is_service
+            ("I have a billing question", "non_service"), // test_billing_is_non_service
+            ("I'm a parts supplier", "non_service"), // test_vendor_is_non_service
+            ("hello", "service"),           // test_ambiguous_defaults_to_service
+            (
+                "I want to cancel my appointment and ask about my bill",
+                "manage_booking",
+            ), // derived_1
+            ("I'm following up about my bill", "follow_up"), // derived_2
+            ("I need a job done on my AC", "service"), // derived_3 / d11_job_done_on_ac
+            ("wrong number sorry", "non_service"), // derived_4
+            ("I want to book a repair", "service"), // derived_5
+            ("is this about my appointment", "manage_booking"), // derived_6
+            ("do you have a job opening for technicians?", "non_service"), // d11_job_opening
+            (
+                "I'd like to apply for the technician position",
+                "non_service",
+            ), // d11_apply_for_position
+            ("I'm calling about a job application", "non_service"), // d11_job_application
+            // sm.welcome.*
+            ("I'm following up on a previous call", "follow_up"),
+            ("I need to reschedule my appointment", "manage_booking"),
+            ("I'm at home and need a job done on my AC", "service"),
+            (
+                "the last job your tech did on my furnace isn't holding up",
+                "service",
+            ),
+            ("", "service"),
+        ] {
+            assert_eq!(classify_intent(input).as_str(), want, "{input:?}");
+        }
+    }
+
+    #[test]
+    fn non_service_types() {
+        assert_eq!(
+            non_service_callback_type("I have a billing question"),
+            Some("billing")
+        );
+        assert_eq!(
+            non_service_callback_type("can you have someone call me back about the charge"),
+            Some("billing")
+        );
+        assert_eq!(
+            non_service_callback_type("I have a warranty question about my unit"),
+            Some("warranty")
+        );
+        assert_eq!(non_service_callback_type("I'm a parts supplier"), None);
+        assert_eq!(non_service_callback_type("do you have a job opening"), None);
+        assert_eq!(non_service_callback_type("wrong number sorry"), None);
+    }
+
+    #[test]
+    fn conformance_detect_safety_emergency() {
+        for (input, want) in [
+            ("I smell gas", true),                        // val.safety.test_gas_smell
+            ("something is burning", true),               // test_burning
+            ("my AC isn't cooling", false),               // test_normal_issue
+            ("gas heater but never mind", false),         // derived_1
+            ("I smelled gas but I'm fine now", false),    // derived_2
+            ("no gas smell", false),                      // derived_3
+            ("there's smoke, not really sure", false),    // derived_4
+            ("the fireplace is fine", false),             // derived_5
+            ("we have a fire", true),                     // derived_6
+            ("carbon monoxide alarm", true),              // derived_7
+            ("I don't smell gas", false),                 // d3_dont_smell_gas
+            ("the gas furnace is making noise", false),   // d3_gas_furnace_noise
+            ("there's smoke coming from the vent", true), // d3_smoke_from_vent
+            ("I don't smell gas but I see sparks", true), // d3_negated_gas_but_sparks
+            ("nothing is burning", false),                // d3_nothing_is_burning
+        ] {
+            assert_eq!(detect_safety_emergency(input), want, "{input:?}");
+        }
+    }
+
+    #[test]
+    fn safety_answers_of_sm_cases() {
+        use SafetyAnswer::*;
+        for (input, want) in [
+            ("yes I smell gas right now", Emergency), // sm.safety.emergency_to_exit
+            ("no nothing like that", ClearNo),        // sm.safety.no_to_service_area
+            ("what do you mean", Unclear),            // sm.safety.unclear_stays
+            ("It's not it doesn't come on", Unclear), // sm.safety.not_is_not_no
+            ("no", ClearNo),                          // sm.safety.explicit_no
+            ("nope, nothing like that", ClearNo),     // sm.safety.nope
+            ("gas heater but never mind", Unclear),   // sm.safety.retracted_emergency
+            ("nope, no smoke", ClearNo),              // sm.safety.d3_nope_no_smoke
+            ("no, I don't smell any gas", ClearNo),   // d3_no_i_dont_smell_any_gas
+            ("the gas furnace is making noise", Unclear), // d3_gas_furnace_noise_is_ambiguous
+            ("our gas water heater is pretty old", Unclear), // d3_gas_water_heater_is_ambiguous
+            ("it's a gas heater and it won't turn on", Unclear), // d3_gas_heater_wont_turn_on
+            ("I smell gas", Emergency),               // d3_smell_gas_exits
+            ("there's smoke coming from the vent", Emergency), // d3_smoke_from_vent_exits
+            ("the carbon monoxide alarm is going off", Emergency), // d3_co_alarm_going_off_exits
+            ("no gas smell", ClearNo),                // proc.safety.no_gas_smell_is_no
+            ("my gas furnace is just making a clicking noise", Unclear), // proc.d3.gas_furnace_…
+            ("I don't smell gas", ClearNo),
+            ("nothing is burning", ClearNo),
+            ("it's not smoke, it's steam", ClearNo),
+            ("no smoke or fire", ClearNo),
+            ("no I smell gas", Emergency),
+            ("it doesn't work I smell gas", Emergency),
+            ("it's not cooling and I smell gas", Emergency),
+            ("no smoke, just a burning smell", Emergency),
+            ("I don't know if it's smoke", Emergency),
+            ("smells like rotten eggs in here", Emergency),
+            ("the CO detector is beeping", Emergency),
+            ("there's a gas leak", Emergency),
+            ("I smell something like gas", Emergency),
+            ("I don’t smell gas", ClearNo),
+            ("", Unclear),
+            ("🔥🔥🔥", Unclear),
+            ("\u{0}\u{7}\u{1b}[31m", Unclear),
+        ] {
+            assert_eq!(safety_answer(input), want, "{input:?}");
+        }
+    }
+
+    #[test]
+    fn conformance_high_ticket_callback_property() {
+        assert!(detect_high_ticket("I want a new AC system")); // val.high_ticket.test_replacement
+        assert!(detect_high_ticket("can I get a quote for a new unit")); // test_quote
+        assert!(detect_high_ticket("thinking about an upgrade")); // derived_2
+        assert!(!detect_high_ticket("need a replacement part")); // derived_3
+        assert!(!detect_high_ticket("")); // derived_4
+        assert!(detect_callback_request("just have someone call me back")); // val.callback_request.1
+        assert!(!detect_callback_request("can you call back later")); // .2
+        assert!(detect_callback_request("I'd prefer a callback")); // .3
+        assert!(detect_property_manager("I'm the landlord for that house")); // val.property_manager.1
+        assert!(detect_property_manager("calling on behalf of my mom")); // .2
+        assert!(!detect_property_manager("I own the home")); // .3
+    }
+
+    #[test]
+    fn wrap_up() {
+        for (input, want) in [
+            ("great, thanks, bye", true),      // sm.confirm.d9_goodbye_ends
+            ("that's all", true),              // sm.confirm.d9_thats_all_ends
+            ("no, thanks", true),              // sm.confirm.d9_no_thanks_ends
+            ("thank you", true),               // sm.confirm.d9_thank_you_ends
+            ("Thanks bye", true),              // proc.end_call_after_llm_speech
+            ("perfect, thank you, bye", true), // proc.d9.booked_caller_asks_then_leaves
+            ("thanks, bye", true),             // proc.d10.ceiling_without_speech_end
+            ("ok great, bye", true),           // proc.d10.earlier_speech_end_does_not_count
+            ("that's it", true),
+            ("no thanks", true),
+            ("all set", true),
+            ("have a good one", true),
+            ("no", true),
+            ("how much will the visit cost?", false),
+            ("what time will they come?", false),
+            ("what should I do until the technician arrives?", false),
+            ("thanks, what time will they come", false),
+            ("thanks, how much is it?", false),
+            ("yes that sounds right", false),
+            ("", false),
+            ("🔥", false),
+        ] {
+            assert_eq!(is_wrap_up(input), want, "{input:?}");
+        }
+    }
+
+    #[test]
+    fn manage_requests() {
+        use ManageRequest::*;
+        for (input, want) in [
+            ("please cancel my appointment", Some(Cancel)),
+            ("can I move it to Friday?", Some(Reschedule)),
+            ("I might need to reschedule", Some(Reschedule)),
+            ("I need to reschedule", Some(Reschedule)),
+            ("can I reschedule to Friday morning?", Some(Reschedule)),
+            ("can we do a different day", Some(Reschedule)),
+            ("when is my appointment?", Some(Status)),
+            ("is it still on?", Some(Status)),
+            ("Friday afternoon works", None),
+            ("", None),
+        ] {
+            assert_eq!(manage_request(input), want, "{input:?}");
+        }
+        assert_eq!(Reschedule.as_str(), "reschedule");
+    }
+
+    #[test]
+    fn time_naming() {
+        assert!(names_a_time("Friday afternoon works"));
+        assert!(names_a_time("can I move it to Friday?"));
+        assert!(names_a_time("can I reschedule to Friday morning?"));
+        assert!(names_a_time("how about 3pm"));
+        assert!(names_a_time("3 pm please"));
+        assert!(names_a_time("as soon as possible"));
+        assert!(!names_a_time("I might need to reschedule"));
+        assert!(!names_a_time("I need to reschedule"));
+        assert!(!names_a_time(""));
+    }
+
+    #[test]
+    fn hostile_inputs_never_panic() {
+        let big = "seven oh 🔥 don't smell gas, é\u{0} no ".repeat(300); // ~10 KB
+        assert!(big.len() > 10_000);
+        let inputs = [
+            big.as_str(),
+            "",
+            "'",
+            "’",
+            "''''",
+            "a'",
+            "'a",
+            "\u{feff}",
+            "İstanbul",
+            "ǅ",
+            "\u{7f}\u{80}",
+            "0",
+            "o",
+            "oh",
+        ];
+        let p = BusinessProfile::default();
+        for s in inputs {
+            let _ = validate_zip(s);
+            let _ = validate_name(s);
+            let _ = validate_address(s);
+            let _ = is_service_area(s, &p);
+            let _ = words_to_digits(s);
+            let _ = extract_zip(s);
+            let _ = categorize_duration(s);
+            let _ = classify_intent(s);
+            let _ = non_service_callback_type(s);
+            let _ = safety_answer(s);
+            let _ = detect_high_ticket(s);
+            let _ = detect_callback_request(s);
+            let _ = detect_property_manager(s);
+            let _ = is_wrap_up(s);
+            let _ = manage_request(s);
+            let _ = names_a_time(s);
+        }
+    }
+}
