@@ -1,0 +1,141 @@
+//! Demo data: a few callers that show the agent's main paths.
+
+use crate::timefmt::{iso_local, local_to_utc, ts};
+use crate::StoreError;
+use chrono::{DateTime, Duration, Utc};
+use chrono_tz::Tz;
+use sqlx::SqlitePool;
+
+/// The demo phone numbers and what each one demonstrates. Any other number
+/// is a new caller.
+pub const DEMO_CUSTOMERS: &[(&str, &str)] = &[
+    (
+        "+15125550100",
+        "Jonas Weber, 4210 South Lamar Blvd, Austin TX 78704: returning customer with an \
+         upcoming appointment in 2 days at 10:00 AM (status / cancel / reschedule)",
+    ),
+    (
+        "+15125550101",
+        "Maria Lopez, 1809 Cesar Chavez St, Austin TX 78702: open callback owed since \
+         yesterday (\"AC not cooling\", promised by Mike) - a follow-up caller",
+    ),
+    (
+        "+15125550102",
+        "Priya Shah, 7300 Burnet Rd, Austin TX 78757: known customer without an \
+         appointment (name, ZIP and address on file)",
+    ),
+    (
+        "+15125550103",
+        "Sam Carter, 18 N Main St, Temple TX 76501: known customer outside the service area",
+    ),
+];
+
+/// (phone, name, address, zip, notes)
+const CUSTOMERS: [(&str, &str, &str, &str, &str); 4] = [
+    (
+        "+15125550100",
+        "Jonas Weber",
+        "4210 South Lamar Blvd, Austin, TX 78704",
+        "78704",
+        "Carrier heat pump installed 2019.",
+    ),
+    (
+        "+15125550101",
+        "Maria Lopez",
+        "1809 Cesar Chavez St, Austin, TX 78702",
+        "78702",
+        "",
+    ),
+    (
+        "+15125550102",
+        "Priya Shah",
+        "7300 Burnet Rd, Austin, TX 78757",
+        "78757",
+        "Prefers morning visits.",
+    ),
+    (
+        "+15125550103",
+        "Sam Carter",
+        "18 N Main St, Temple, TX 76501",
+        "76501",
+        "",
+    ),
+];
+
+const JONAS_APPOINTMENT: &str = "apt_demo_jonas";
+const MARIA_CALLBACK: &str = "cb_demo_maria";
+
+/// Upsert the demo rows (same ids every time, times relative to `now`).
+pub(crate) async fn seed(pool: &SqlitePool, tz: &Tz, now: DateTime<Utc>) -> Result<(), StoreError> {
+    let now_s = ts(&now);
+    let mut tx = pool.begin_with("BEGIN IMMEDIATE").await?;
+    for (phone, name, address, zip, notes) in CUSTOMERS {
+        sqlx::query(
+            "INSERT INTO customers (phone, name, address, zip, notes, created_at, updated_at) \
+             VALUES (?, ?, ?, ?, ?, ?, ?) \
+             ON CONFLICT (phone) DO UPDATE SET name = excluded.name, \
+                 address = excluded.address, zip = excluded.zip, notes = excluded.notes, \
+                 updated_at = excluded.updated_at",
+        )
+        .bind(phone)
+        .bind(name)
+        .bind(address)
+        .bind(zip)
+        .bind(notes)
+        .bind(&now_s)
+        .bind(&now_s)
+        .execute(&mut *tx)
+        .await?;
+    }
+
+    // Jonas: a visit in two days at 10:00 local.
+    let in_two_days = now.checked_add_signed(Duration::days(2)).unwrap_or(now);
+    let day = in_two_days.with_timezone(tz).date_naive();
+    let start = day
+        .and_hms_opt(10, 0, 0)
+        .and_then(|n| local_to_utc(tz, n))
+        .unwrap_or(in_two_days);
+    let start_local = start.with_timezone(tz);
+    sqlx::query(
+        "INSERT INTO appointments (uid, phone, customer_name, start_at, start_unix, \
+             duration_minutes, problem, address, status, call_id, created_at, updated_at) \
+         VALUES (?, ?, ?, ?, ?, 60, ?, ?, 'booked', 'demo_seed', ?, ?) \
+         ON CONFLICT (uid) DO UPDATE SET start_at = excluded.start_at, \
+             start_unix = excluded.start_unix, status = 'booked', \
+             updated_at = excluded.updated_at",
+    )
+    .bind(JONAS_APPOINTMENT)
+    .bind(CUSTOMERS[0].0)
+    .bind(CUSTOMERS[0].1)
+    .bind(iso_local(&start_local))
+    .bind(start.timestamp())
+    .bind("Annual AC maintenance")
+    .bind(CUSTOMERS[0].2)
+    .bind(&now_s)
+    .bind(&now_s)
+    .execute(&mut *tx)
+    .await?;
+
+    // Maria: a callback promised yesterday, still open.
+    let promised = now.checked_sub_signed(Duration::days(1)).unwrap_or(now);
+    sqlx::query(
+        "INSERT INTO callbacks (id, phone, call_id, callback_type, reason, customer_name, \
+             urgency, status, promised_by, created_at, created_unix, due_by) \
+         VALUES (?, ?, 'demo_seed', 'service', 'AC not cooling', ?, 'normal', 'open', 'Mike', \
+                 ?, ?, ?) \
+         ON CONFLICT (id) DO UPDATE SET status = 'open', created_at = excluded.created_at, \
+             created_unix = excluded.created_unix, due_by = excluded.due_by",
+    )
+    .bind(MARIA_CALLBACK)
+    .bind(CUSTOMERS[1].0)
+    .bind(CUSTOMERS[1].1)
+    .bind(ts(&promised))
+    .bind(promised.timestamp())
+    .bind(ts(&promised
+        .checked_add_signed(Duration::hours(1))
+        .unwrap_or(promised)))
+    .execute(&mut *tx)
+    .await?;
+    tx.commit().await?;
+    Ok(())
+}
