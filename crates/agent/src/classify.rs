@@ -9,60 +9,8 @@
 use crate::state::State;
 use serde_json::{json, Map, Value};
 
-// TODO(merge): use crate::keywords — the whole-word matcher and the
-// HIGH_TICKET lists below duplicate what keywords.rs provides.
-
-/// Python `re` word character: Unicode alphanumeric or underscore.
-fn is_word_char(c: char) -> bool {
-    c.is_alphanumeric() || c == '_'
-}
-
-/// `\b<keyword>\b` search with Python `re` semantics on already lower-cased
-/// text: at each end the boundary holds when exactly one side is a word
-/// character (string ends count as non-word).
-fn contains_word(text: &str, keyword: &str) -> bool {
-    if keyword.is_empty() || text.is_empty() {
-        return false;
-    }
-    let first = keyword.chars().next().map(is_word_char).unwrap_or(false);
-    let last = keyword
-        .chars()
-        .next_back()
-        .map(is_word_char)
-        .unwrap_or(false);
-    let mut from = 0;
-    while let Some(rel) = text.get(from..).and_then(|t| t.find(keyword)) {
-        let start = from + rel;
-        let end = start + keyword.len();
-        let before = text
-            .get(..start)
-            .and_then(|s| s.chars().next_back())
-            .map(is_word_char)
-            .unwrap_or(false);
-        let after = text
-            .get(end..)
-            .and_then(|s| s.chars().next())
-            .map(is_word_char)
-            .unwrap_or(false);
-        if before != first && after != last {
-            return true;
-        }
-        // Advance by one character from the match start.
-        let step = text
-            .get(start..)
-            .and_then(|s| s.chars().next())
-            .map(char::len_utf8)
-            .unwrap_or(1);
-        from = start + step;
-    }
-    false
-}
-
-/// Whole-word, case-insensitive: does `text` contain any of `keywords`?
-fn match_any(text: &str, keywords: &[&str]) -> bool {
-    let lower = text.to_lowercase();
-    keywords.iter().any(|k| contains_word(&lower, k))
-}
+use crate::keywords::contains_word;
+use crate::validate::detect_high_ticket;
 
 /// The keywords of `keywords` that occur in (lower-cased) `lower`, in
 /// declared order.
@@ -72,47 +20,6 @@ fn matches_in_order(lower: &str, keywords: &[&'static str]) -> Vec<&'static str>
         .copied()
         .filter(|k| contains_word(lower, k))
         .collect()
-}
-
-const HIGH_TICKET_POSITIVE: &[&str] = &[
-    "new system",
-    "new unit",
-    "new ac",
-    "new furnace",
-    "replacement",
-    "replace",
-    "quote",
-    "estimate",
-    "how much for a new",
-    "cost of a new",
-    "upgrade",
-    "whole new",
-    "brand new",
-    "installing a new",
-];
-
-const HIGH_TICKET_NEGATIVE: &[&str] = &[
-    "broken",
-    "not working",
-    "stopped working",
-    "won't turn on",
-    "cover",
-    "part",
-    "piece",
-    "component",
-    "noise",
-    "leak",
-    "smell",
-    "drip",
-    "tune-up",
-    "check",
-    "maintenance",
-    "filter",
-];
-
-/// SPEC §2.1 `detect_high_ticket` (whole-word).
-fn detect_high_ticket(text: &str) -> bool {
-    match_any(text, HIGH_TICKET_POSITIVE) && !match_any(text, HIGH_TICKET_NEGATIVE)
 }
 
 // ---------------------------------------------------------------------------

@@ -31,12 +31,12 @@ pub async fn replay(cfg: &Config, items: Vec<ScriptItem>, opts: ReplayOptions) -
         .await
         .context("opening the in-memory database")?;
     let now = record::utc(opts.start);
+    let embedded =
+        store::EmbeddedBackend::with_clock(store, cfg.business.clone(), Arc::new(move || now));
     if opts.demo_data {
-        store.seed_demo(now).await.context("seeding demo data")?;
+        embedded.seed_demo(now).await.context("seeding demo data")?;
     }
-    let backend: Arc<dyn Backend> = Arc::new(
-        store::EmbeddedBackend::new(store, cfg.business.clone()).with_clock(move || now),
-    );
+    let backend: Arc<dyn Backend> = Arc::new(embedded);
     let outcome = run_call(cfg, backend, items, &opts.caller_id, &opts.call_id, opts.start, opts.timing, &mut sim::Quiet).await;
     Ok(report(&outcome))
 }
@@ -205,14 +205,12 @@ pub async fn run(cfg: &Config, only: Option<&str>, brief: bool) -> Result<()> {
     let store = store::Store::open(&cfg.database)
         .await
         .with_context(|| format!("opening the database {}", cfg.database.display()))?;
-    store
+    let embedded = store::EmbeddedBackend::new(store.clone(), cfg.business.clone());
+    embedded
         .seed_demo(chrono::Utc::now())
         .await
         .context("seeding demo data")?;
-    let backend: Arc<dyn Backend> = Arc::new(store::EmbeddedBackend::new(
-        store.clone(),
-        cfg.business.clone(),
-    ));
+    let backend: Arc<dyn Backend> = Arc::new(embedded);
     let color = std::io::stdout().is_terminal();
     let timing = Timing {
         llm_latency_s: cfg.sim.llm_latency_s,

@@ -169,7 +169,9 @@ pub fn print_call_record(rec: &store::CallRecord) {
     println!(
         "started {}  ended {}  ({} s)",
         rec.started_at.format("%Y-%m-%d %H:%M:%S UTC"),
-        rec.ended_at.format("%H:%M:%S"),
+        rec.ended_at
+            .map(|t| t.format("%H:%M:%S").to_string())
+            .unwrap_or_else(|| "-".into()),
         r["duration_s"]
     );
     println!(

@@ -182,7 +182,7 @@ async fn run(cli: Cli) -> Result<()> {
         }
         Command::Seed => {
             let store = open_store(&cfg).await?;
-            store
+            store::EmbeddedBackend::new(store, cfg.business.clone())
                 .seed_demo(chrono::Utc::now())
                 .await
                 .context("seeding demo data")?;
@@ -282,7 +282,7 @@ async fn run(cli: Cli) -> Result<()> {
                     let since = since
                         .map(|s| parse_age(&s).map(|d| chrono::Utc::now() - d))
                         .transpose()?;
-                    let calls = store.list_calls(since, limit.max(1)).await?;
+                    let calls = store.list_calls(since, limit.clamp(1, 100_000) as u32).await?;
                     display::print_call_list(&calls);
                 }
             }
@@ -328,14 +328,12 @@ async fn embedded_backend(
     cfg: &config::Config,
     store: store::Store,
 ) -> Result<Arc<dyn Backend>> {
-    store
+    let backend = store::EmbeddedBackend::new(store, cfg.business.clone());
+    backend
         .seed_demo(chrono::Utc::now())
         .await
         .context("seeding demo data")?;
-    Ok(Arc::new(store::EmbeddedBackend::new(
-        store,
-        cfg.business.clone(),
-    )))
+    Ok(Arc::new(backend))
 }
 
 fn new_call_id(prefix: &str) -> String {

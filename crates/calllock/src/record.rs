@@ -180,7 +180,7 @@ pub async fn save(store: &store::Store, outcome: &Outcome, fc: &FinishedCall) ->
         call_id: fc.call_id.clone(),
         phone: s.phone_number.clone(),
         started_at: utc(outcome.start_time),
-        ended_at: utc(outcome.end_time),
+        ended_at: Some(utc(outcome.end_time)),
         final_state: fc.final_state.clone(),
         end_call_reason: fc.end_call_reason.clone(),
         booking_status: fc.booking_status.clone(),
