@@ -12,6 +12,7 @@
 
 use crate::responder::ChatMessage;
 use crate::session::{HistoryMessage, Session};
+use crate::validate::{validate_address, validate_name};
 use serde::{Deserialize, Serialize};
 
 /// The fields extraction may report ("" = not said).
@@ -181,119 +182,6 @@ pub fn apply_extraction(session: &mut Session, f: &ExtractedFields) {
 }
 
 // ---------------------------------------------------------------------------
-// Validators (SPEC §2.2 with D-13).
-// TODO(merge): use crate::validate::{validate_name, validate_address}.
-
-const SENTINELS: [&str; 12] = [
-    "not provided",
-    "n/a",
-    "na",
-    "unknown",
-    "none",
-    "tbd",
-    "{{customer_name}}",
-    "{{zip_code}}",
-    "{{service_address}}",
-    "auto",
-    "customer_name",
-    "service_address",
-];
-
-fn is_sentinel(v: &str) -> bool {
-    let l = v.trim().to_lowercase();
-    SENTINELS.contains(&l.as_str())
-}
-
-// TODO(merge): use crate::validate
-fn validate_name(v: &str) -> String {
-    let t = v.trim();
-    if t.is_empty() || is_sentinel(t) || t.contains("{{") || t.contains("}}") {
-        return String::new();
-    }
-    let phone_like = t
-        .chars()
-        .all(|c| c.is_ascii_digit() || matches!(c, '+' | '-' | '(' | ')' | ' '));
-    if phone_like && t.chars().count() >= 7 {
-        return String::new();
-    }
-    t.to_string()
-}
-
-fn word_to_digit(w: &str) -> Option<&'static str> {
-    Some(match w {
-        "zero" | "oh" | "o" => "0",
-        "one" => "1",
-        "two" => "2",
-        "three" => "3",
-        "four" => "4",
-        "five" => "5",
-        "six" => "6",
-        "seven" => "7",
-        "eight" => "8",
-        "nine" => "9",
-        "ten" => "10",
-        "eleven" => "11",
-        "twelve" => "12",
-        "thirteen" => "13",
-        "fourteen" => "14",
-        "fifteen" => "15",
-        "sixteen" => "16",
-        "seventeen" => "17",
-        "eighteen" => "18",
-        "nineteen" => "19",
-        _ => return None,
-    })
-}
-
-// TODO(merge): use crate::validate
-fn validate_address(v: &str) -> String {
-    let t = v.trim();
-    if t.is_empty() || is_sentinel(t) {
-        return String::new();
-    }
-    let has_or = t
-        .split(|c: char| !(c.is_alphanumeric() || c == '_'))
-        .any(|w| w.eq_ignore_ascii_case("or"));
-    if has_or {
-        return String::new();
-    }
-    let tokens: Vec<&str> = t.split_whitespace().collect();
-    let mut digits = String::new();
-    let mut consumed = 0;
-    let mut real_digit_tokens = 0;
-    for tok in &tokens {
-        let l = tok.to_lowercase();
-        if !tok.is_empty() && tok.bytes().all(|b| b.is_ascii_digit()) {
-            digits.push_str(tok);
-            real_digit_tokens += 1;
-        } else if let Some(d) = word_to_digit(&l) {
-            digits.push_str(d);
-            if l != "o" && l != "oh" {
-                real_digit_tokens += 1;
-            }
-        } else {
-            break;
-        }
-        consumed += 1;
-    }
-    // D-13: a run made only of "o"/"oh" is letters, not a number.
-    let value = if consumed > 0 && real_digit_tokens > 0 {
-        let rest = tokens.get(consumed..).unwrap_or(&[]).join(" ");
-        if rest.is_empty() {
-            digits
-        } else {
-            format!("{digits} {rest}")
-        }
-    } else {
-        t.to_string()
-    };
-    if !value.bytes().any(|b| b.is_ascii_alphabetic()) || value.chars().count() < 5 {
-        return String::new();
-    }
-    value
-}
-
-// ---------------------------------------------------------------------------
 // Heuristic extractor.
 
 /// Deterministic, offline extractor over the caller's lines (what the
@@ -364,9 +252,7 @@ fn tokenize(text: &str) -> Vec<Tok> {
     out
 }
 
-fn is_word_char(c: char) -> bool {
-    c.is_alphanumeric() || c == '_'
-}
+use crate::keywords::is_word_char;
 
 /// True at the start/end of text or next to a non-word character.
 fn is_boundary(c: Option<char>) -> bool {

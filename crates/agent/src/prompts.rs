@@ -20,15 +20,7 @@ use chrono::Weekday;
 
 /// The words a terminal scoped reply must not contain (SPEC §2.1
 /// BOOKING_LANGUAGE), matched as whole words, case-insensitively.
-pub const BOOKING_LANGUAGE: [&str; 7] = [
-    "appointment",
-    "schedule",
-    "book",
-    "tech out",
-    "available",
-    "slot",
-    "open",
-];
+pub use crate::keywords::BOOKING_LANGUAGE;
 
 /// The full system prompt for `state`: persona, a blank line, the KNOWN INFO
 /// block (left out together with its blank line when empty), a blank line and
@@ -468,50 +460,11 @@ If there is nothing to answer, just acknowledge them kindly.",
     )
 }
 
-// TODO(merge): use crate::keywords matching (match_any) once it lands.
-fn is_word_char(c: char) -> bool {
-    c.is_alphanumeric() || c == '_'
-}
-
-/// True at the start/end of text or next to a non-word character.
-fn is_boundary(c: Option<char>) -> bool {
-    match c {
-        None => true,
-        Some(c) => !is_word_char(c),
-    }
-}
-
-/// Whole-word, case-insensitive phrase search with regex `\b` semantics.
-fn contains_word(haystack_lower: &str, needle: &str) -> bool {
-    if needle.is_empty() {
-        return false;
-    }
-    let mut start = 0;
-    while let Some(pos) = haystack_lower.get(start..).and_then(|h| h.find(needle)) {
-        let at = start + pos;
-        let end = at + needle.len();
-        let before_ok = is_boundary(haystack_lower.get(..at).and_then(|b| b.chars().next_back()));
-        let after_ok = is_boundary(haystack_lower.get(end..).and_then(|t| t.chars().next()));
-        let needle_starts_word = needle.chars().next().is_some_and(is_word_char);
-        let needle_ends_word = needle.chars().next_back().is_some_and(is_word_char);
-        if (before_ok || !needle_starts_word) && (after_ok || !needle_ends_word) {
-            return true;
-        }
-        // Advance by one character past `at`.
-        let step = haystack_lower[at..]
-            .chars()
-            .next()
-            .map_or(1, char::len_utf8);
-        start = at + step;
-    }
-    false
-}
-
 /// Whether a scoped reply may be spoken: false if it contains any
 /// BOOKING_LANGUAGE word (whole word, case-insensitive).
 pub fn passes_booking_filter(reply: &str) -> bool {
     let lower = reply.to_lowercase();
-    !BOOKING_LANGUAGE.iter().any(|w| contains_word(&lower, w))
+    !crate::keywords::match_any_lower(&lower, BOOKING_LANGUAGE)
 }
 
 #[cfg(test)]

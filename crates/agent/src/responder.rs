@@ -208,35 +208,9 @@ const URGENCY_REASK: &str =
     "Just so I get it right — do you need someone today, or can it wait a few days?";
 const READ_BACK_MARK: &str = "Shall I go ahead and book that?";
 
-fn is_word_char(c: char) -> bool {
-    c.is_alphanumeric() || c == '_'
-}
-
-/// True at the start/end of text or next to a non-word character.
-fn is_boundary(c: Option<char>) -> bool {
-    match c {
-        None => true,
-        Some(c) => !is_word_char(c),
-    }
-}
-
 /// Whole-word phrase test on lower-cased text.
-// TODO(merge): use crate::keywords::match_any.
 fn has_phrase(lower: &str, phrases: &[&str]) -> bool {
-    phrases.iter().any(|p| {
-        let mut start = 0;
-        while let Some(pos) = lower.get(start..).and_then(|h| h.find(p)) {
-            let at = start + pos;
-            let end = at + p.len();
-            let before = lower[..at].chars().next_back();
-            let after = lower.get(end..).and_then(|t| t.chars().next());
-            if is_boundary(before) && is_boundary(after) {
-                return true;
-            }
-            start = at + lower[at..].chars().next().map_or(1, char::len_utf8);
-        }
-        false
-    })
+    crate::keywords::match_any_lower(lower, phrases)
 }
 
 fn is_goodbye(lower: &str) -> bool {

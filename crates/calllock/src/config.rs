@@ -168,13 +168,25 @@ pub fn load_from(path: Option<&Path>, env: &[(String, String)]) -> Result<Config
             }
         }
     };
-    num("CALLLOCK_BUFFER_DEBOUNCE_S", &mut cfg.engine.buffer_debounce_s);
+    num(
+        "CALLLOCK_BUFFER_DEBOUNCE_S",
+        &mut cfg.engine.buffer_debounce_s,
+    );
     num("CALLLOCK_BUFFER_MAX_S", &mut cfg.engine.buffer_max_s);
-    num("CALLLOCK_END_CALL_GRACE_S", &mut cfg.engine.end_call_grace_s);
-    num("CALLLOCK_END_CALL_MAX_WAIT_S", &mut cfg.engine.end_call_max_wait_s);
+    num(
+        "CALLLOCK_END_CALL_GRACE_S",
+        &mut cfg.engine.end_call_grace_s,
+    );
+    num(
+        "CALLLOCK_END_CALL_MAX_WAIT_S",
+        &mut cfg.engine.end_call_max_wait_s,
+    );
     num("CALLLOCK_LLM_LATENCY_S", &mut cfg.sim.llm_latency_s);
     num("CALLLOCK_TOOL_LATENCY_S", &mut cfg.sim.tool_latency_s);
-    num("CALLLOCK_SPEECH_CHARS_PER_S", &mut cfg.sim.speech_chars_per_s);
+    num(
+        "CALLLOCK_SPEECH_CHARS_PER_S",
+        &mut cfg.sim.speech_chars_per_s,
+    );
     if let Some(v) = get("CALLLOCK_DATABASE") {
         cfg.database = PathBuf::from(v);
     }

@@ -37,7 +37,17 @@ pub async fn replay(cfg: &Config, items: Vec<ScriptItem>, opts: ReplayOptions) -
         embedded.seed_demo(now).await.context("seeding demo data")?;
     }
     let backend: Arc<dyn Backend> = Arc::new(embedded);
-    let outcome = run_call(cfg, backend, items, &opts.caller_id, &opts.call_id, opts.start, opts.timing, &mut sim::Quiet).await;
+    let outcome = run_call(
+        cfg,
+        backend,
+        items,
+        &opts.caller_id,
+        &opts.call_id,
+        opts.start,
+        opts.timing,
+        &mut sim::Quiet,
+    )
+    .await;
     Ok(report(&outcome))
 }
 
@@ -199,7 +209,10 @@ pub async fn run(cfg: &Config, only: Option<&str>, brief: bool) -> Result<()> {
         all.retain(|s| s.name == name);
         if all.is_empty() {
             let names: Vec<&str> = scenarios().iter().map(|s| s.name).collect();
-            anyhow::bail!("no demo scenario {name:?}; choose one of: {}", names.join(", "));
+            anyhow::bail!(
+                "no demo scenario {name:?}; choose one of: {}",
+                names.join(", ")
+            );
         }
     }
     let store = store::Store::open(&cfg.database)
@@ -221,7 +234,10 @@ pub async fn run(cfg: &Config, only: Option<&str>, brief: bool) -> Result<()> {
     for sc in all {
         println!(
             "{}",
-            display::bold(&format!("=== {} — {} ({})", sc.name, sc.title, sc.caller_id), color)
+            display::bold(
+                &format!("=== {} — {} ({})", sc.name, sc.title, sc.caller_id),
+                color
+            )
         );
         let call_id = format!(
             "demo-{}-{}",
@@ -262,7 +278,10 @@ pub async fn run(cfg: &Config, only: Option<&str>, brief: bool) -> Result<()> {
         println!("all demo calls ended as expected; see them with `calllock calls`");
         Ok(())
     } else {
-        anyhow::bail!("demo calls ended in the wrong state: {}", failures.join(", "))
+        anyhow::bail!(
+            "demo calls ended in the wrong state: {}",
+            failures.join(", ")
+        )
     }
 }
 
@@ -272,7 +291,11 @@ async fn demo_evidence(store: &store::Store, outcome: &sim::Outcome) -> String {
     let mut parts = Vec::new();
     if s.booking_confirmed {
         if let Ok(appts) = store.appointments_for(&s.phone_number).await {
-            parts.push(format!("{} appointment row(s) for {}", appts.len(), s.phone_number));
+            parts.push(format!(
+                "{} appointment row(s) for {}",
+                appts.len(),
+                s.phone_number
+            ));
         }
     }
     if s.callback_created {

@@ -61,7 +61,11 @@ impl Observer for LivePrinter {
                     Some(id) => format!("[{state}] ({id})"),
                     None => format!("[{state}]"),
                 };
-                println!("{} {} {text}", dim(&format!("{t:6.1}s"), c), bold(&format!("Agent {tag}:"), c));
+                println!(
+                    "{} {} {text}",
+                    dim(&format!("{t:6.1}s"), c),
+                    bold(&format!("Agent {tag}:"), c)
+                );
             }
             CallEvent::Caller { text, .. } => {
                 println!("{} Caller: {text}", dim(&format!("{t:6.1}s"), c));
@@ -69,7 +73,11 @@ impl Observer for LivePrinter {
             CallEvent::ToolCall(call) => println!(
                 "{}",
                 dim(
-                    &format!("{t:6.1}s   → {} {}", call.tool(), compact(&call.args_json())),
+                    &format!(
+                        "{t:6.1}s   → {} {}",
+                        call.tool(),
+                        compact(&call.args_json())
+                    ),
                     c
                 )
             ),

@@ -233,7 +233,9 @@ async fn run(cli: Cli) -> Result<()> {
             let start = match now {
                 Some(s) => chrono::DateTime::parse_from_rfc3339(s.trim())
                     .with_context(|| {
-                        format!("--now {s:?} is not an ISO-8601 time like 2026-02-23T10:15:00-06:00")
+                        format!(
+                            "--now {s:?} is not an ISO-8601 time like 2026-02-23T10:15:00-06:00"
+                        )
                     })?
                     .timestamp() as f64,
                 None => chrono::Utc::now().timestamp() as f64,
@@ -282,7 +284,9 @@ async fn run(cli: Cli) -> Result<()> {
                     let since = since
                         .map(|s| parse_age(&s).map(|d| chrono::Utc::now() - d))
                         .transpose()?;
-                    let calls = store.list_calls(since, limit.clamp(1, 100_000) as u32).await?;
+                    let calls = store
+                        .list_calls(since, limit.clamp(1, 100_000) as u32)
+                        .await?;
                     display::print_call_list(&calls);
                 }
             }
@@ -305,8 +309,7 @@ fn parse_age(s: &str) -> Result<chrono::Duration> {
         "d" => 86_400,
         _ => bail!("--since {s:?}: the unit must be s, m, h or d"),
     };
-    chrono::Duration::try_seconds(n.saturating_mul(secs))
-        .context("--since: duration out of range")
+    chrono::Duration::try_seconds(n.saturating_mul(secs)).context("--since: duration out of range")
 }
 
 fn timing_of(cfg: &config::Config) -> sim::Timing {
@@ -324,10 +327,7 @@ async fn open_store(cfg: &config::Config) -> Result<store::Store> {
 }
 
 /// The embedded backend over `store`, seeded with the demo customers.
-async fn embedded_backend(
-    cfg: &config::Config,
-    store: store::Store,
-) -> Result<Arc<dyn Backend>> {
+async fn embedded_backend(cfg: &config::Config, store: store::Store) -> Result<Arc<dyn Backend>> {
     let backend = store::EmbeddedBackend::new(store, cfg.business.clone());
     backend
         .seed_demo(chrono::Utc::now())

@@ -164,7 +164,9 @@ pub fn timed_transcript(log: &[TranscriptEntry], start_time: f64) -> Value {
         .map(|(mut item, e)| {
             if let Some(o) = item.as_object_mut() {
                 o.insert("state".into(), json!(e.state.clone().unwrap_or_default()));
-                let t = e.timestamp.map(|ts| ((ts - start_time) * 100.0).round() / 100.0);
+                let t = e
+                    .timestamp
+                    .map(|ts| ((ts - start_time) * 100.0).round() / 100.0);
                 o.insert("t".into(), json!(t.unwrap_or(0.0)));
             }
             item
@@ -174,7 +176,11 @@ pub fn timed_transcript(log: &[TranscriptEntry], start_time: f64) -> Value {
 }
 
 /// Save a finished call into the database.
-pub async fn save(store: &store::Store, outcome: &Outcome, fc: &FinishedCall) -> anyhow::Result<()> {
+pub async fn save(
+    store: &store::Store,
+    outcome: &Outcome,
+    fc: &FinishedCall,
+) -> anyhow::Result<()> {
     let s = &outcome.session;
     let rec = store::CallRecord {
         call_id: fc.call_id.clone(),

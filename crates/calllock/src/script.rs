@@ -139,7 +139,10 @@ fn parse_item(n: usize, obj: &Map<String, Value>) -> Result<ScriptItem, ScriptEr
     if let Some(tr) = obj.get("tool_result") {
         check_keys(n, obj, &["tool_result"])?;
         let Some(tr) = tr.as_object() else {
-            return Err(err(n, "\"tool_result\" must be an object {\"tool\", \"result\"}"));
+            return Err(err(
+                n,
+                "\"tool_result\" must be an object {\"tool\", \"result\"}",
+            ));
         };
         check_keys(n, tr, &["tool", "result"])?;
         let name = tr.get("tool").and_then(Value::as_str).unwrap_or("");
@@ -199,10 +202,28 @@ mod tests {
                 when: When::At(1.5)
             }
         );
-        assert!(matches!(s[1], ScriptItem::Caller { when: When::After(_), .. }));
-        assert!(matches!(s[2], ScriptItem::Caller { when: When::Default, .. }));
+        assert!(matches!(
+            s[1],
+            ScriptItem::Caller {
+                when: When::After(_),
+                ..
+            }
+        ));
+        assert!(matches!(
+            s[2],
+            ScriptItem::Caller {
+                when: When::Default,
+                ..
+            }
+        ));
         assert_eq!(s[3], ScriptItem::Silence(8.0));
-        assert!(matches!(s[4], ScriptItem::ToolResult { tool: Tool::LookupCaller, .. }));
+        assert!(matches!(
+            s[4],
+            ScriptItem::ToolResult {
+                tool: Tool::LookupCaller,
+                ..
+            }
+        ));
         assert_eq!(s[5], ScriptItem::HangUp);
     }
 

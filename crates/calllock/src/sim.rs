@@ -64,11 +64,17 @@ pub enum When {
 /// One item of a caller script.
 #[derive(Debug, Clone, PartialEq)]
 pub enum ScriptItem {
-    Caller { text: String, when: When },
+    Caller {
+        text: String,
+        when: When,
+    },
     /// The caller says nothing for this many seconds.
     Silence(f64),
     /// The next call of `tool` returns `result` instead of asking the backend.
-    ToolResult { tool: Tool, result: Value },
+    ToolResult {
+        tool: Tool,
+        result: Value,
+    },
     /// The caller hangs up (when the agent is quiet).
     HangUp,
 }

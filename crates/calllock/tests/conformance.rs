@@ -60,7 +60,10 @@ fn cases_path() -> String {
 }
 
 fn load_skips(ids: &BTreeSet<String>) -> Result<BTreeMap<String, String>, String> {
-    let path = format!("{}/tests/conformance-skips.toml", env!("CARGO_MANIFEST_DIR"));
+    let path = format!(
+        "{}/tests/conformance-skips.toml",
+        env!("CARGO_MANIFEST_DIR")
+    );
     let text = std::fs::read_to_string(&path).map_err(|e| format!("cannot read {path}: {e}"))?;
     let v: toml::Value = toml::from_str(&text).map_err(|e| format!("{path}: {e}"))?;
     let mut out = BTreeMap::new();
@@ -72,7 +75,11 @@ fn load_skips(ids: &BTreeSet<String>) -> Result<BTreeMap<String, String>, String
     let mut problems = Vec::new();
     for e in entries {
         let id = e.get("id").and_then(|x| x.as_str()).unwrap_or("");
-        let reason = e.get("reason").and_then(|x| x.as_str()).unwrap_or("").trim();
+        let reason = e
+            .get("reason")
+            .and_then(|x| x.as_str())
+            .unwrap_or("")
+            .trim();
         if id.is_empty() {
             problems.push("a skip entry has no id".to_string());
             continue;
@@ -209,9 +216,7 @@ fn exact(a: &Value, b: &Value) -> bool {
             x.len() == y.len() && x.iter().zip(y).all(|(p, q)| exact(p, q))
         }
         (Value::Object(x), Value::Object(y)) => {
-            x.len() == y.len()
-                && x.iter()
-                    .all(|(k, v)| y.get(k).is_some_and(|w| exact(v, w)))
+            x.len() == y.len() && x.iter().all(|(k, v)| y.get(k).is_some_and(|w| exact(v, w)))
         }
         _ => a == b,
     }
@@ -260,15 +265,14 @@ fn s<'a>(v: &'a Value, key: &str) -> &'a str {
 }
 
 fn state_of(v: &Value) -> Result<State, String> {
-    let name = v.as_str().ok_or_else(|| format!("state must be a string, got {v}"))?;
+    let name = v
+        .as_str()
+        .ok_or_else(|| format!("state must be a string, got {v}"))?;
     name.parse::<State>().map_err(|e| e.to_string())
 }
 
 fn session_from(given: &Value) -> Result<Session, String> {
-    let mut obj = given
-        .get("session")
-        .cloned()
-        .unwrap_or_else(|| json!({}));
+    let mut obj = given.get("session").cloned().unwrap_or_else(|| json!({}));
     if !obj.is_object() {
         return Err("given.session must be an object".into());
     }
@@ -367,7 +371,10 @@ fn call_fn(name: &str, a: &Value) -> Result<Value, String> {
         "resolve_booking_time" => {
             let now = booking_time::parse_now(s(a, "now"))
                 .ok_or_else(|| format!("bad now {:?}", s(a, "now")))?;
-            let tier = a.get("urgency_tier").and_then(Value::as_str).unwrap_or("routine");
+            let tier = a
+                .get("urgency_tier")
+                .and_then(Value::as_str)
+                .unwrap_or("routine");
             json!(booking_time::resolve_booking_time(
                 s(a, "preferred_time"),
                 tier,
@@ -378,7 +385,12 @@ fn call_fn(name: &str, a: &Value) -> Result<Value, String> {
         "state_sets" => {
             use agent::state::Category;
             let of = |c: Category| {
-                sorted_states(State::ALL.iter().copied().filter(|st| st.category() == Some(c)))
+                sorted_states(
+                    State::ALL
+                        .iter()
+                        .copied()
+                        .filter(|st| st.category() == Some(c)),
+                )
             };
             json!({
                 "all": sorted_states(State::ALL),
@@ -572,7 +584,10 @@ fn output_props(out: &Value, props: &Value) -> R {
                 .map(|a| a.iter().map(|e| e["role"].clone()).collect::<Vec<_>>())
                 .unwrap_or_default()),
             "call_transcript_has_tool_marker" => {
-                json!(out["call_transcript"].as_str().unwrap_or("").contains("[Tool:"))
+                json!(out["call_transcript"]
+                    .as_str()
+                    .unwrap_or("")
+                    .contains("[Tool:"))
             }
             "line_count" => json!(out.as_str().unwrap_or("").split('\n').count()),
             "gap_line_count" => json!(out
@@ -605,9 +620,23 @@ fn run_fn(case: &Value) -> R {
         "case",
         case,
         &[
-            "id", "area", "kind", "source", "decision", "original_id", "note", "advisory", "fn",
-            "args", "output", "output_subset", "output_absent_keys", "output_contains",
-            "output_not_contains", "output_in_order", "output_props",
+            "id",
+            "area",
+            "kind",
+            "source",
+            "decision",
+            "original_id",
+            "note",
+            "advisory",
+            "fn",
+            "args",
+            "output",
+            "output_subset",
+            "output_absent_keys",
+            "output_contains",
+            "output_not_contains",
+            "output_in_order",
+            "output_props",
         ],
     )?;
     let out = call_fn(s(case, "fn"), case.get("args").unwrap_or(&json!({})))?;
@@ -643,7 +672,11 @@ fn run_fn(case: &Value) -> R {
             let needle = i.as_str().unwrap_or("");
             match text.get(from..).and_then(|t| t.find(needle)) {
                 Some(pos) => from += pos + needle.len(),
-                None => return Err(format!("output_in_order: {needle:?} missing after byte {from}: {text}")),
+                None => {
+                    return Err(format!(
+                        "output_in_order: {needle:?} missing after byte {from}: {text}"
+                    ))
+                }
             }
         }
     }
@@ -688,30 +721,38 @@ fn check_sm_expect(e: &Value, s: &Session, action: Option<&Action>) -> R {
 fn run_sm(case: &Value) -> R {
     let given = &case["given"];
     only_keys("given", given, &["state", "session"])?;
-    let mut s = session_from(given)?;
+    let mut sess = session_from(given)?;
     let m = StateMachine::new(BusinessProfile::default());
     let mut last: Option<Action> = None;
     for step in case["steps"].as_array().ok_or("steps must be a list")? {
-        only_keys("step", step, &["user", "agent_responded_before", "tool_result", "expect"])?;
+        only_keys(
+            "step",
+            step,
+            &["user", "agent_responded_before", "tool_result", "expect"],
+        )?;
         if let Some(text) = step.get("user") {
             if step["agent_responded_before"] == json!(true) {
-                s.agent_has_responded = true;
+                sess.agent_has_responded = true;
             }
-            let a = m.process(&mut s, text.as_str().ok_or("user must be a string")?);
+            let a = m.process(&mut sess, text.as_str().ok_or("user must be a string")?);
             last = Some(a);
         } else if let Some(tr) = step.get("tool_result") {
             let tool = s(tr, "tool").parse::<Tool>().unwrap_or(Tool::EndCall);
-            m.apply_tool_result(&mut s, tool, &tr["result"]);
+            m.apply_tool_result(&mut sess, tool, &tr["result"]);
         } else {
             return Err(format!("unknown step {step}"));
         }
         if let Some(e) = step.get("expect") {
-            let this = if step.get("user").is_some() { last.as_ref() } else { None };
-            check_sm_expect(e, &s, this.or(last.as_ref()))?;
+            let this = if step.get("user").is_some() {
+                last.as_ref()
+            } else {
+                None
+            };
+            check_sm_expect(e, &sess, this.or(last.as_ref()))?;
         }
     }
     if let Some(e) = case.get("expect") {
-        check_sm_expect(e, &s, last.as_ref())?;
+        check_sm_expect(e, &sess, last.as_ref())?;
     }
     Ok(())
 }
@@ -791,11 +832,7 @@ impl Proc {
     fn next_result(&mut self, tool: Tool) -> Value {
         let name = tool.as_str().to_string();
         if let Some((list, idx)) = self.results.get_mut(&name) {
-            let r = list
-                .get(*idx)
-                .or(list.last())
-                .cloned()
-                .unwrap_or(json!({}));
+            let r = list.get(*idx).or(list.last()).cloned().unwrap_or(json!({}));
             *idx += 1;
             return r;
         }
@@ -905,8 +942,15 @@ fn run_processor(case: &Value) -> R {
         "given",
         given,
         &[
-            "state", "session", "context_messages", "config", "tool_results", "now",
-            "scoped_reply", "extraction", "machine_override",
+            "state",
+            "session",
+            "context_messages",
+            "config",
+            "tool_results",
+            "now",
+            "scoped_reply",
+            "extraction",
+            "machine_override",
         ],
     )?;
     let session = session_from(given)?;
@@ -914,13 +958,22 @@ fn run_processor(case: &Value) -> R {
     only_keys(
         "config",
         cfg,
-        &["buffer_debounce_s", "buffer_max_s", "end_call_grace_s", "end_call_max_wait_s"],
+        &[
+            "buffer_debounce_s",
+            "buffer_max_s",
+            "end_call_grace_s",
+            "end_call_max_wait_s",
+        ],
     )?;
     let d = EngineConfig::default();
     let config = EngineConfig {
-        buffer_debounce_s: cfg["buffer_debounce_s"].as_f64().unwrap_or(d.buffer_debounce_s),
+        buffer_debounce_s: cfg["buffer_debounce_s"]
+            .as_f64()
+            .unwrap_or(d.buffer_debounce_s),
         buffer_max_s: cfg["buffer_max_s"].as_f64().unwrap_or(d.buffer_max_s),
-        end_call_grace_s: cfg["end_call_grace_s"].as_f64().unwrap_or(d.end_call_grace_s),
+        end_call_grace_s: cfg["end_call_grace_s"]
+            .as_f64()
+            .unwrap_or(d.end_call_grace_s),
         end_call_max_wait_s: cfg["end_call_max_wait_s"]
             .as_f64()
             .unwrap_or(d.end_call_max_wait_s),
@@ -928,7 +981,11 @@ fn run_processor(case: &Value) -> R {
     let policy = match given.get("machine_override") {
         Some(mo) => {
             let a = &mo["action"];
-            only_keys("machine_override.action", a, &["call_tool", "needs_llm", "end_call", "speak"])?;
+            only_keys(
+                "machine_override.action",
+                a,
+                &["call_tool", "needs_llm", "end_call", "speak"],
+            )?;
             let call_tool = match a.get("call_tool").and_then(Value::as_str) {
                 None | Some("") => None,
                 Some(t) => Some(t.parse::<Tool>().map_err(|e| e.to_string())?),
@@ -949,10 +1006,12 @@ fn run_processor(case: &Value) -> R {
         None => AnyPolicy::Real(StateMachine::new(BusinessProfile::default())),
     };
     let now = match given.get("now").and_then(Value::as_str) {
-        Some(n) => chrono::DateTime::parse_from_rfc3339(n)
-            .map_err(|e| format!("bad now {n:?}: {e}"))?
-            .timestamp_millis() as f64
-            / 1000.0,
+        Some(n) => {
+            chrono::DateTime::parse_from_rfc3339(n)
+                .map_err(|e| format!("bad now {n:?}: {e}"))?
+                .timestamp_millis() as f64
+                / 1000.0
+        }
         None => 1_771_862_400.0, // 2026-02-23T16:00:00Z
     };
     let mut engine = Engine::with_policy(policy, session, BusinessProfile::default(), config);
@@ -988,7 +1047,10 @@ fn run_processor(case: &Value) -> R {
         events: Vec::new(),
         tool_calls: Vec::new(),
         results,
-        scoped: given.get("scoped_reply").and_then(Value::as_str).map(String::from),
+        scoped: given
+            .get("scoped_reply")
+            .and_then(Value::as_str)
+            .map(String::from),
         extraction,
         extraction_runs: 0,
         extraction_started: false,
@@ -998,9 +1060,19 @@ fn run_processor(case: &Value) -> R {
     };
     for step in case["steps"].as_array().ok_or("steps must be a list")? {
         let known = [
-            "transcription", "interim", "wait_s", "context_add", "capture_agent_responses",
-            "flush_transcript", "run_extraction", "set", "bot_stopped_speaking",
-            "client_connected", "expect", "user_id", "timestamp",
+            "transcription",
+            "interim",
+            "wait_s",
+            "context_add",
+            "capture_agent_responses",
+            "flush_transcript",
+            "run_extraction",
+            "set",
+            "bot_stopped_speaking",
+            "client_connected",
+            "expect",
+            "user_id",
+            "timestamp",
         ];
         only_keys("step", step, &known)?;
         if let Some(t) = step.get("transcription") {
@@ -1063,11 +1135,26 @@ fn run_processor(case: &Value) -> R {
 
 fn check_proc_expect(e: &Value, p: &Proc) -> R {
     let known = [
-        "state", "session", "events", "events_include", "events_exclude_types", "to_llm_count",
-        "last_to_llm_text_contains", "tool_calls", "buffer_mode", "pending_buffer_flush",
-        "end_call_after_speech", "extraction_runs", "extraction_started", "extraction_finished",
-        "transcript_log", "transcript_has_timestamps", "agent_entries",
-        "context_user_texts_include", "system_prompt_contains", "system_prompt_not_contains",
+        "state",
+        "session",
+        "events",
+        "events_include",
+        "events_exclude_types",
+        "to_llm_count",
+        "last_to_llm_text_contains",
+        "tool_calls",
+        "buffer_mode",
+        "pending_buffer_flush",
+        "end_call_after_speech",
+        "extraction_runs",
+        "extraction_started",
+        "extraction_finished",
+        "transcript_log",
+        "transcript_has_timestamps",
+        "agent_entries",
+        "context_user_texts_include",
+        "system_prompt_contains",
+        "system_prompt_not_contains",
     ];
     only_keys("expect", e, &known)?;
     let s = p.engine.session();
@@ -1093,12 +1180,19 @@ fn check_proc_expect(e: &Value, p: &Proc) -> R {
             return Err(format!("events_exclude_types: found {t} in {events}"));
         }
     }
-    let to_llm: Vec<&Value> = p.events.iter().filter(|ev| ev["type"] == "to_llm").collect();
+    let to_llm: Vec<&Value> = p
+        .events
+        .iter()
+        .filter(|ev| ev["type"] == "to_llm")
+        .collect();
     if let Some(v) = e.get("to_llm_count") {
         check_exact("to_llm_count", v, &json!(to_llm.len()))?;
     }
     if let Some(list) = e["last_to_llm_text_contains"].as_array() {
-        let last = to_llm.last().map(|ev| s_owned(ev, "text")).unwrap_or_default();
+        let last = to_llm
+            .last()
+            .map(|ev| s_owned(ev, "text"))
+            .unwrap_or_default();
         for want in list {
             if !last.contains(want.as_str().unwrap_or("")) {
                 return Err(format!("last to_llm {last:?} lacks {want}"));
@@ -1125,7 +1219,11 @@ fn check_proc_expect(e: &Value, p: &Proc) -> R {
         check_exact("pending_buffer_flush", v, &json!(p.engine.buffer_mode()))?;
     }
     if let Some(v) = e.get("end_call_after_speech") {
-        check_exact("end_call_after_speech", v, &json!(p.engine.end_call_pending()))?;
+        check_exact(
+            "end_call_after_speech",
+            v,
+            &json!(p.engine.end_call_pending()),
+        )?;
     }
     if let Some(v) = e.get("extraction_runs") {
         check_exact("extraction_runs", v, &json!(p.extraction_runs))?;
@@ -1169,7 +1267,11 @@ fn check_proc_expect(e: &Value, p: &Proc) -> R {
             ));
         }
         for (want, got) in list.iter().zip(agents) {
-            only_keys("agent_entries", want, &["state", "role", "content_contains"])?;
+            only_keys(
+                "agent_entries",
+                want,
+                &["state", "role", "content_contains"],
+            )?;
             for k in ["state", "role"] {
                 if let Some(v) = want.get(k) {
                     check_exact(&format!("agent_entries.{k}"), v, &got[k])?;
