@@ -470,6 +470,20 @@ pub fn parse_classification(llm_content: &str) -> Map<String, Value> {
     out
 }
 
+/// The post-call LLM classification outcome (SPEC §7.7): `{}` when no LLM
+/// is configured, the transcript is blank, or the LLM call failed
+/// (`llm_content` = `None`); otherwise the validated fields of its answer.
+pub fn classification_from_llm(
+    llm_configured: bool,
+    transcript_text: &str,
+    llm_content: Option<&str>,
+) -> Map<String, Value> {
+    if !llm_configured || transcript_text.trim().is_empty() {
+        return Map::new();
+    }
+    llm_content.map(parse_classification).unwrap_or_default()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -784,18 +798,4 @@ mod tests {
             assert!(p.contains(t));
         }
     }
-}
-
-/// The post-call LLM classification outcome (SPEC §7.7): `{}` when no LLM
-/// is configured, the transcript is blank, or the LLM call failed
-/// (`llm_content` = `None`); otherwise the validated fields of its answer.
-pub fn classification_from_llm(
-    llm_configured: bool,
-    transcript_text: &str,
-    llm_content: Option<&str>,
-) -> Map<String, Value> {
-    if !llm_configured || transcript_text.trim().is_empty() {
-        return Map::new();
-    }
-    llm_content.map(parse_classification).unwrap_or_default()
 }

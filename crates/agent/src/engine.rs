@@ -437,7 +437,7 @@ impl<P: Policy> Engine<P> {
             llm_text.push_str(f);
         }
         if buf.fragments.is_empty() {
-            self.to_llm(llm_text, out);
+            self.forward_to_llm(llm_text, out);
             return;
         }
         let judged = buf.fragments.join(" ");
@@ -539,7 +539,7 @@ impl<P: Policy> Engine<P> {
     fn finish_turn(&mut self, turn: Turn, now: f64, out: &mut Vec<Effect>) {
         if turn.action.end_call {
             if turn.action.needs_llm || turn.force_llm {
-                self.to_llm(turn.llm_text, out);
+                self.forward_to_llm(turn.llm_text, out);
                 self.request_hangup(now, out);
             } else {
                 self.end_call(out);
@@ -547,7 +547,7 @@ impl<P: Policy> Engine<P> {
         } else if turn.force_llm {
             self.enter_buffer(turn.llm_text, now, out);
         } else if turn.action.needs_llm {
-            self.to_llm(turn.llm_text, out);
+            self.forward_to_llm(turn.llm_text, out);
         } else {
             self.context.push(ChatMessage {
                 role: ChatRole::User,
@@ -747,7 +747,7 @@ impl<P: Policy> Engine<P> {
         out.push(Effect::Speak { canned, text });
     }
 
-    fn to_llm(&mut self, text: String, out: &mut Vec<Effect>) {
+    fn forward_to_llm(&mut self, text: String, out: &mut Vec<Effect>) {
         self.context.push(ChatMessage {
             role: ChatRole::User,
             content: text.clone(),

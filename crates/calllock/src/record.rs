@@ -23,10 +23,6 @@ pub struct FinishedCall {
     pub priority_color: String,
     pub priority_reason: String,
     pub revenue_tier: String,
-    /// The dashboard job payload (SPEC §7.3).
-    pub job: Value,
-    /// The dashboard call payload (SPEC §7.4).
-    pub call: Value,
     /// The whole record as stored.
     pub record: Value,
 }
@@ -140,8 +136,6 @@ pub fn classify(outcome: &Outcome, user_email: &str) -> FinishedCall {
             .and_then(Value::as_str)
             .unwrap_or("")
             .to_string(),
-        job,
-        call,
         record,
     }
 }

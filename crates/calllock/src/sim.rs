@@ -240,10 +240,6 @@ impl<'o> CallDriver<'o> {
         }
     }
 
-    pub fn engine(&self) -> &Engine {
-        &self.engine
-    }
-
     fn rel(&self) -> f64 {
         self.t - self.start
     }
