@@ -282,8 +282,11 @@ impl StateMachine {
                         s.appointment_time = m.new_time;
                     }
                 }
-                s.manage_action.clear();
+                // manage_action stays: the confirm prompt reports the change.
                 s.manage_time_hint.clear();
+                if m.success && !m.message.is_empty() {
+                    s.confirmation_message = m.message;
+                }
                 if s.state == State::ManageBooking {
                     let next = if m.success {
                         State::Confirm

@@ -157,6 +157,8 @@ pub struct ManageView {
     pub action_taken: String,
     pub new_date: String,
     pub new_time: String,
+    /// The backend's human-readable summary of what happened.
+    pub message: String,
 }
 
 pub fn read_manage(result: &Value) -> ManageView {
@@ -165,6 +167,7 @@ pub fn read_manage(result: &Value) -> ManageView {
         action_taken: text(field(result, "action_taken")),
         new_date: text(field(result, "new_date")),
         new_time: text(field(result, "new_time")),
+        message: text(field(result, "message")),
     }
 }
 
