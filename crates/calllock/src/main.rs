@@ -4,12 +4,7 @@
 //! profile, the SQLite booking backend with demo customers, and the scripted
 //! responder. See `calllock --help`.
 
-mod config;
-mod demo;
-mod display;
-mod record;
-mod script;
-mod sim;
+use calllock::{config, demo, display, record, script, sim};
 
 use agent::backend::Backend;
 use agent::engine::Engine;

@@ -1,0 +1,11 @@
+//! The CallLock application: configuration, the call driver that runs the
+//! conversation engine against a backend and a responder (virtual or real
+//! time), replay scripts, demo callers, post-call records and terminal
+//! output. The `calllock` binary is a thin CLI over this library.
+
+pub mod config;
+pub mod demo;
+pub mod display;
+pub mod record;
+pub mod script;
+pub mod sim;
