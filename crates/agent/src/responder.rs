@@ -442,6 +442,27 @@ Anything else?",
                 p.diagnostic_price
             );
         }
+        if opened
+            && has_phrase(
+                &user.to_lowercase(),
+                &[
+                    "until",
+                    "meantime",
+                    "what should i do",
+                    "what can i do",
+                    "in the meanwhile",
+                ],
+            )
+        {
+            return "Until they get there, keep the thermostat steady, close the blinds on the sunny side, \
+and switch the system off if it's making loud noises. Anything else?"
+                .to_string();
+        }
+        if opened && user.contains('?') {
+            return "Good question — the technician can go over that with you when they call ahead. \
+Anything else?"
+                .to_string();
+        }
         if opened {
             return "Happy to help. Anything else before I let you go?".to_string();
         }

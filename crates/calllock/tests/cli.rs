@@ -1,0 +1,347 @@
+//! End-to-end tests of the `calllock` binary: real processes, real SQLite
+//! files in temporary directories, no mocks of our own code.
+
+use serde_json::Value;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::Duration;
+
+fn bin() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_calllock"));
+    // Never pick up a developer's config or database.
+    c.env_remove("CALLLOCK_CONFIG")
+        .env_remove("CALLLOCK_DATABASE")
+        .env("HOME", std::env::temp_dir())
+        .env(
+            "XDG_DATA_HOME",
+            std::env::temp_dir().join("calllock-test-xdg"),
+        );
+    c
+}
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn run(c: &mut Command) -> Output {
+    c.output().expect("calllock runs")
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).to_string()
+}
+
+fn replay_json(file: &Path, extra: &[&str]) -> Value {
+    let out = run(bin()
+        .arg("replay")
+        .arg(file)
+        .args(["--json", "--now", "2026-02-19T10:15:00-06:00"])
+        .args(extra));
+    assert!(
+        out.status.success(),
+        "replay failed: {}\n{}",
+        text(&out.stderr),
+        text(&out.stdout)
+    );
+    serde_json::from_slice(&out.stdout).expect("replay --json prints one JSON object")
+}
+
+fn entries(r: &Value) -> Vec<Value> {
+    r["transcript"].as_array().cloned().unwrap_or_default()
+}
+
+fn t(e: &Value) -> f64 {
+    e["t"].as_f64().unwrap()
+}
+
+#[test]
+fn replay_fast_lookup_talkover_waits_for_the_caller() {
+    let r = replay_json(
+        &repo().join("examples/replays/fast-lookup-talkover.jsonl"),
+        &["--caller-id", "+15125550100", "--tool-latency", "0.65"],
+    );
+    let es = entries(&r);
+    let callers: Vec<&Value> = es.iter().filter(|e| e["role"] == "user").collect();
+    let (first, last_fragment) = (callers[0], callers[2]);
+    // The lookup ran on the first fragment and answered while the caller
+    // was still talking.
+    let lookup = es.iter().find(|e| e["role"] == "tool").unwrap();
+    assert_eq!(lookup["name"], "lookup_caller");
+    assert!(t(lookup) < t(callers[1]), "lookup answered mid-sentence");
+    // No agent line between the first fragment and the last one + 1.5 s.
+    let agent_after_first: Vec<&Value> = es
+        .iter()
+        .filter(|e| e["role"] == "agent" && t(e) > t(first))
+        .collect();
+    let reply = agent_after_first[0];
+    assert!(
+        t(reply) >= t(last_fragment) + 1.5 - 1e-6,
+        "agent spoke at {} over a caller still talking at {}",
+        t(reply),
+        t(last_fragment)
+    );
+    // One reply for the three fragments, greeting the known caller.
+    let before_next_caller = agent_after_first
+        .iter()
+        .filter(|e| t(e) < t(callers[3]))
+        .count();
+    assert_eq!(before_next_caller, 1, "one reply to the fragmented turn");
+    assert!(reply["content"].as_str().unwrap().contains("Jonas"));
+    assert_eq!(reply["state"], "safety");
+    // D-1: the flush judged the fragments once; the trigger was judged once.
+    assert_eq!(r["session"]["turn_count"], 3);
+    assert_eq!(r["final_state"], "service_area");
+}
+
+#[test]
+fn replay_fragmented_address_is_one_exchange() {
+    let r = replay_json(
+        &repo().join("examples/replays/fragmented-address.jsonl"),
+        &[],
+    );
+    let es = entries(&r);
+    let frag_start = es.iter().position(|e| e["content"] == "Okay it's").unwrap();
+    let frag_end = es
+        .iter()
+        .position(|e| e["content"] == "Austin Texas")
+        .unwrap();
+    // The five fragments came in without the agent talking in between
+    // (a newer fragment supersedes the reply still being generated).
+    assert!(es[frag_start..=frag_end]
+        .iter()
+        .all(|e| e["role"] != "agent"));
+    // Never escalated to a callback; the address was assembled.
+    assert!(es.iter().all(|e| e["state"] != "callback"));
+    assert_eq!(r["session"]["service_address"], "4329 Franklin Street");
+    assert_eq!(r["final_state"], "pre_confirm");
+}
+
+#[test]
+fn replay_whole_booking_call() {
+    let out = run(bin()
+        .args(["replay", "--now", "2026-02-23T10:15:00-06:00", "--json"])
+        .arg(repo().join("examples/replays/booking.jsonl")));
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(r["final_state"], "confirm");
+    assert_eq!(r["end_call_reason"], "completed");
+    assert_eq!(r["booking_status"], "confirmed");
+    assert_eq!(r["ended_by"], "agent");
+    let book = r["tool_calls"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["tool"] == "book_service")
+        .unwrap();
+    // D-14: ASAP at 10:15 -> 13:00 the same day.
+    assert_eq!(book["args"]["preferred_time"], "2026-02-23T13:00:00-06:00");
+    assert_eq!(book["args"]["address"], "4329 Franklin Street");
+    assert_eq!(r["session"]["booked_time"], "2026-02-23T13:00:00-06:00");
+    // The goodbye was heard in full: hang-up after the last agent line.
+    let last_agent = entries(&r)
+        .into_iter()
+        .rfind(|e| e["role"] == "agent")
+        .unwrap();
+    assert!(last_agent["content"].as_str().unwrap().contains("goodbye"));
+    assert!(r["duration_s"].as_f64().unwrap() > t(&last_agent));
+    // Replays are deterministic.
+    let again = run(bin()
+        .args(["replay", "--now", "2026-02-23T10:15:00-06:00", "--json"])
+        .arg(repo().join("examples/replays/booking.jsonl")));
+    assert_eq!(out.stdout, again.stdout);
+}
+
+fn write(dir: &Path, name: &str, bytes: &[u8]) -> PathBuf {
+    let p = dir.join(name);
+    std::fs::write(&p, bytes).unwrap();
+    p
+}
+
+#[test]
+fn replay_bad_files_fail_with_the_reason() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases: Vec<(&str, Vec<u8>, &str)> = vec![
+        (
+            "non-utf8",
+            b"{\"caller\": \"hi\"}\n{\"caller\": \"\xff\xfe\"}\n".to_vec(),
+            "line 2: not valid UTF-8",
+        ),
+        (
+            "truncated",
+            b"{\"caller\": \"hi\"}\n{\"caller\": \"my AC is bro".to_vec(),
+            "line 2: not a JSON object",
+        ),
+        (
+            "unknown",
+            b"{\"speaker\": \"hi\"}\n".to_vec(),
+            "line 1: expected one of",
+        ),
+        (
+            "bad-tool",
+            b"{\"tool_result\": {\"tool\": \"teleport\", \"result\": {}}}\n".to_vec(),
+            "unknown tool",
+        ),
+    ];
+    for (name, bytes, want) in cases {
+        let p = write(dir.path(), name, &bytes);
+        let out = run(bin().arg("replay").arg(&p));
+        assert!(!out.status.success(), "{name} should fail");
+        let err = text(&out.stderr);
+        assert!(err.contains(want), "{name}: {err}");
+        assert!(!err.contains("panicked"), "{name}: {err}");
+    }
+    let out = run(bin().arg("replay").arg(dir.path().join("missing.jsonl")));
+    assert!(!out.status.success());
+    assert!(text(&out.stderr).contains("cannot read replay file"));
+    let out = run(bin().args(["replay", "--now", "yesterday"]).arg(write(
+        dir.path(),
+        "ok",
+        b"{\"caller\": \"hi\"}",
+    )));
+    assert!(text(&out.stderr).contains("--now"));
+}
+
+#[test]
+fn replay_odd_caller_text_keeps_the_call_going() {
+    let dir = tempfile::tempdir().unwrap();
+    let long = "my AC is broken ".repeat(640); // ~10 KB
+    let lines = [
+        serde_json::json!({"caller": ""}),
+        serde_json::json!({"caller": "   "}),
+        serde_json::json!({"caller": long}),
+        serde_json::json!({"caller": "no \u{0007}\u{0000} gas \u{001b}[31m smell 🔥😀"}),
+        serde_json::json!({"caller": "७८७०१ 🏠 zip seven eight seven zero one"}),
+        serde_json::json!({"caller": "ok"}),
+    ];
+    let body: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    let p = write(dir.path(), "odd.jsonl", body.as_bytes());
+    let r = replay_json(&p, &[]);
+    let es = entries(&r);
+    // Blank lines are not turns; everything else was heard and answered.
+    let callers = es.iter().filter(|e| e["role"] == "user").count();
+    assert_eq!(callers, 4);
+    assert!(es
+        .iter()
+        .any(|e| e["content"].as_str().is_some_and(|c| c.contains('🔥'))));
+    assert_eq!(r["session"]["zip_code"], "78701");
+    assert_eq!(r["final_state"], "discovery");
+}
+
+#[test]
+fn demo_then_calls_list_and_show() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("nested/dir/calllock.db");
+    let out = run(bin().arg("--db").arg(&db).args(["demo", "--brief"]));
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{}", text(&out.stderr));
+    assert!(
+        stdout.contains("all demo calls ended as expected"),
+        "{stdout}"
+    );
+    assert_eq!(stdout.matches("✓ expected final state").count(), 5);
+    assert!(stdout.contains("appointment row(s)"));
+    assert!(stdout.contains("sales lead(s)"));
+
+    let out = run(bin().arg("--db").arg(&db).arg("calls"));
+    let list = text(&out.stdout);
+    assert!(out.status.success());
+    for state in ["confirm", "safety_exit", "callback", "urgency_callback"] {
+        assert!(list.contains(state), "{list}");
+    }
+    let id = list
+        .lines()
+        .find(|l| l.contains("demo-booking"))
+        .and_then(|l| l.split_whitespace().next())
+        .unwrap()
+        .to_string();
+    let out = run(bin().arg("--db").arg(&db).args(["calls", "show", &id]));
+    let show = text(&out.stdout);
+    assert!(out.status.success());
+    assert!(show.contains("end_call_reason completed"), "{show}");
+    assert!(show.contains("Caller: Yes, that's right"), "{show}");
+    let out = run(bin()
+        .arg("--db")
+        .arg(&db)
+        .args(["calls", "show", &id, "--json"]));
+    let rec: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(rec["job_payload"]["booking_status"], "confirmed");
+    assert_eq!(rec["job_payload"]["is_ai_booked"], true);
+
+    let out = run(bin().arg("--db").arg(&db).args(["calls", "show", "nope"]));
+    assert!(!out.status.success());
+    assert!(text(&out.stderr).contains("no call with id"));
+    let out = run(bin().arg("--db").arg(&db).args(["calls", "--since", "2x"]));
+    assert!(!out.status.success());
+    assert!(text(&out.stderr).contains("unit"));
+    let out = run(bin().arg("--db").arg(&db).args(["calls", "--since", "1h"]));
+    assert!(text(&out.stdout).contains("demo-booking"));
+}
+
+#[test]
+fn chat_books_a_call_typed_by_a_person() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("chat.db");
+    let mut child = bin()
+        .arg("--db")
+        .arg(&db)
+        .arg("chat")
+        // Speed up the clock-bound parts; the timers are still real.
+        .env("CALLLOCK_BUFFER_DEBOUNCE_S", "0.1")
+        .env("CALLLOCK_LLM_LATENCY_S", "0")
+        .env("CALLLOCK_TOOL_LATENCY_S", "0")
+        .env("CALLLOCK_SPEECH_CHARS_PER_S", "5000")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let lines = [
+        "my AC stopped cooling",
+        "",
+        "no, nothing like that",
+        "78745",
+        "My name is Dana Fields",
+        "It's 4329 Franklin Street",
+        "no that's all",
+        "as soon as possible",
+        "yes that's right",
+        "thanks, bye",
+    ];
+    for l in lines {
+        std::thread::sleep(Duration::from_millis(350));
+        writeln!(stdin, "{l}").unwrap();
+    }
+    // The goodbye takes >= 0.4 s to say, then 0.5 s grace before hang-up.
+    std::thread::sleep(Duration::from_millis(2000));
+    drop(stdin); // Ctrl-D (the agent has hung up by now)
+    let out = child.wait_with_output().unwrap();
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{}", text(&out.stderr));
+    assert!(stdout.contains("Agent [welcome] (greeting)"), "{stdout}");
+    assert!(stdout.contains("[confirm]"), "{stdout}");
+    assert!(
+        stdout.contains("final state confirm, end_call_reason completed, booking confirmed"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("agent hung up"), "{stdout}");
+}
+
+#[test]
+fn bad_config_lists_every_problem() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = write(
+        dir.path(),
+        "c.toml",
+        b"[business]\ntimezone = \"Mars/Base\"\nopen_hour = 25\nbusiness_days = [\"funday\"]\n",
+    );
+    let out = run(bin().arg("--config").arg(&cfg).args(["config"]));
+    assert!(!out.status.success());
+    let err = text(&out.stderr);
+    for want in ["Mars/Base", "open_hour", "funday"] {
+        assert!(err.contains(want), "{err}");
+    }
+    let out = run(bin().args(["config", "--example"]));
+    assert!(text(&out.stdout).contains("[business]"));
+}
