@@ -75,6 +75,27 @@ impl ToolCall {
     }
 }
 
+/// The `create_callback` request for this call (D-6 callback type; the
+/// problem as the reason; urgent callers get an urgent callback).
+pub fn callback_request(s: &crate::Session) -> ToolCall {
+    ToolCall::CreateCallback {
+        phone: s.phone_number.clone(),
+        callback_type: s.effective_callback_type().to_string(),
+        reason: if s.problem_description.is_empty() {
+            "Callback requested".into()
+        } else {
+            s.problem_description.clone()
+        },
+        customer_name: s.customer_name.clone(),
+        urgency: if s.urgency_tier == "urgent" {
+            "urgent".into()
+        } else {
+            "normal".into()
+        },
+        call_id: s.call_sid.clone(),
+    }
+}
+
 /// The failure object the agent uses when a backend cannot be reached
 /// (SPEC §6.1): lookup → `{found:false, message}`, book → `{booked:false,
 /// error}`, others → `{success:false, error}`.

@@ -315,20 +315,7 @@ pub fn estimate_revenue_tier(problem_description: &str, revenue_tags: &[String])
 // LLM classification
 
 /// The `call_type` values the classifier may return (SPEC §7.7).
-pub const CALL_TYPES: &[&str] = &[
-    "SERVICE",
-    "ESTIMATE",
-    "MAINTENANCE",
-    "EXISTING_CUSTOMER",
-    "RETURNING_CONTACT",
-    "COMPLAINT",
-    "JOB_SEEKER",
-    "VENDOR_SUPPLIER",
-    "SPAM_JUNK",
-    "WRONG_NUMBER",
-    "HANGUP_NO_MESSAGE",
-    "UNKNOWN",
-];
+pub use crate::keywords::CALL_TYPE_ENUM as CALL_TYPES;
 
 /// Maximum transcript characters included in the classification prompt.
 pub const PROMPT_TRANSCRIPT_MAX_CHARS: usize = 3000;

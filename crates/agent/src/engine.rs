@@ -665,22 +665,7 @@ impl<P: Policy> Engine<P> {
                 phone,
                 call_id,
             },
-            Tool::CreateCallback => ToolCall::CreateCallback {
-                phone,
-                callback_type: s.effective_callback_type().to_string(),
-                reason: if s.problem_description.is_empty() {
-                    "Callback requested".into()
-                } else {
-                    s.problem_description.clone()
-                },
-                customer_name: s.customer_name.clone(),
-                urgency: if s.urgency_tier == "urgent" {
-                    "urgent".into()
-                } else {
-                    "normal".into()
-                },
-                call_id,
-            },
+            Tool::CreateCallback => crate::backend::callback_request(s),
             Tool::SendSalesLeadAlert => ToolCall::SendSalesLeadAlert {
                 phone,
                 reason: s.problem_description.clone(),

@@ -214,25 +214,7 @@ fn has_phrase(lower: &str, phrases: &[&str]) -> bool {
 }
 
 fn is_goodbye(lower: &str) -> bool {
-    has_phrase(
-        lower,
-        &[
-            "bye",
-            "goodbye",
-            "good bye",
-            "that's all",
-            "that's it",
-            "that is all",
-            "no thanks",
-            "no, thanks",
-            "no thank you",
-            "no, thank you",
-            "thank you",
-            "thanks",
-            "have a good",
-            "nothing else",
-        ],
-    )
+    crate::validate::is_wrap_up(lower)
 }
 
 fn is_price_question(lower: &str) -> bool {

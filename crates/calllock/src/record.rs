@@ -5,7 +5,7 @@
 //! written to the database, where `calllock calls` reads it.
 
 use crate::sim::{EndedBy, Outcome};
-use agent::backend::{Backend, ToolCall};
+use agent::backend::Backend;
 use agent::classify::{classify_tags, detect_priority, estimate_revenue_tier};
 use agent::postcall::{booking_status, build_call_payload, build_job_payload, end_call_reason};
 use agent::session::TranscriptEntry;
@@ -41,22 +41,7 @@ pub async fn keep_callback_promise(outcome: &mut Outcome, backend: &dyn Backend)
     if !s.state.promises_callback() || s.callback_created {
         return None;
     }
-    let call = ToolCall::CreateCallback {
-        phone: s.phone_number.clone(),
-        callback_type: s.effective_callback_type().to_string(),
-        reason: if s.problem_description.is_empty() {
-            "Callback requested".into()
-        } else {
-            s.problem_description.clone()
-        },
-        customer_name: s.customer_name.clone(),
-        urgency: if s.urgency_tier == "urgent" {
-            "urgent".into()
-        } else {
-            "normal".into()
-        },
-        call_id: s.call_sid.clone(),
-    };
+    let call = agent::backend::callback_request(s);
     let result = backend.call(&call).await;
     if agent::tools::call_succeeded(&result) {
         s.callback_created = true;
