@@ -108,6 +108,13 @@ pub fn transition(session: &mut Session, to: State, why: Why) -> bool {
         debug_assert!(legal, "illegal state transition {from} -> {to} ({why:?})");
         return false;
     }
+    // D-4: entering a state that promises a call back is a new promise; a
+    // callback created earlier in the call (say, for a billing question)
+    // does not keep it.
+    if to.promises_callback() && !from.promises_callback() {
+        session.callback_created = false;
+        session.callback_attempts = 0;
+    }
     session.state = to;
     session.state_turn_count = 0;
     session.agent_has_responded = false;
@@ -536,6 +543,26 @@ mod tests {
         assert_eq!(s.state, State::Discovery);
         m.apply_tool_result(&mut s, Tool::LookupCaller, &json!({"found": true}));
         assert_eq!(s.state, State::Discovery);
+    }
+
+    #[test]
+    fn each_callback_promise_is_its_own() {
+        // A billing caller got a callback, then turns out to be out of area:
+        // the out-of-area promise needs a callback of its own.
+        let m = sm();
+        let mut s = at(State::ServiceArea);
+        s.callback_created = true;
+        s.callback_attempts = 1;
+        m.process(&mut s, "my zip is 90210");
+        assert_eq!(s.state, State::Callback);
+        assert!(!s.callback_created);
+        assert_eq!(s.callback_attempts, 0);
+        // Escalation inside callback is not a new promise.
+        s.callback_created = true;
+        s.state_turn_count = 5;
+        s.agent_has_responded = true;
+        m.process(&mut s, "what?");
+        assert!(s.callback_created);
     }
 
     #[test]

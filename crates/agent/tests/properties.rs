@@ -1249,15 +1249,10 @@ proptest! {
     /// or `urgency_callback` is followed by a `create_callback` of its own
     /// (excused only after two failed attempts, which post-call retries).
     ///
-    /// FAILS (library bug, not fixed here): the obligation is keyed on the
-    /// call-wide `callback_created` flag, so a callback created earlier for
-    /// another reason (a billing/warranty caller on entering `non_service`,
-    /// D-7; a follow-up caller's "call me back") satisfies every later
-    /// promise. A billing caller who goes on to ask for a new-system quote
-    /// gets the sales alert but never the `estimate` callback of D-5, and
-    /// post-call (`keep_callback_promise`) skips it for the same reason.
+    /// Regression: a callback created earlier for another reason (a billing
+    /// caller on entering `non_service`, D-7) used to satisfy every later
+    /// promise; the transition into a promising state now starts a new one.
     #[test]
-    #[ignore = "known bug: an earlier callback satisfies later callback promises (see report)"]
     fn d4_every_promise_gets_its_own_callback(
         steps in vec(arb_guided_step(), 0..50),
         answers in vec(arb_answer(), 1..8),
