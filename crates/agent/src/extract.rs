@@ -1511,7 +1511,8 @@ fn time_in_clause(low: &str) -> Option<String> {
             best = Some((pos, text));
         }
     };
-    for d in WEEKDAYS {
+    // Only weekdays that occur at all are expanded into phrases.
+    for d in WEEKDAYS.iter().filter(|d| low.contains(*d)) {
         for q in ["next ", "this ", ""] {
             for part in [" morning", " afternoon", " evening", ""] {
                 let phrase = format!("{q}{d}{part}");
@@ -1521,7 +1522,7 @@ fn time_in_clause(low: &str) -> Option<String> {
             }
         }
     }
-    for ph in TIME_PHRASES {
+    for ph in TIME_PHRASES.iter().filter(|ph| low.contains(*ph)) {
         if let Some(p) = find_phrase(low, ph) {
             consider(p, (*ph).to_string());
         }

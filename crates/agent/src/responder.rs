@@ -244,18 +244,22 @@ impl ScriptedResponder {
                 .iter()
                 .any(|m| m.role == ChatRole::Assistant && m.content.contains(marker))
         };
-        // What the caller said so far, merged into a copy of the session:
-        // background extraction may not have landed yet.
+        // What the caller said lately, merged into a copy of the session:
+        // background extraction may not have landed yet (older lines have
+        // been extracted into the session already). Same window as extract.
         let mut s = req.session.clone();
-        let history: Vec<HistoryMessage> = req
+        let mut history: Vec<HistoryMessage> = req
             .messages
             .iter()
+            .rev()
             .filter(|m| m.role == ChatRole::User)
+            .take(10)
             .map(|m| HistoryMessage {
                 role: "user".into(),
                 content: m.content.clone(),
             })
             .collect();
+        history.reverse();
         crate::extract::apply_extraction(&mut s, &heuristic_extract(&history));
         let p = &self.profile;
         let name = first_name(s.customer_name.trim()).to_string();
