@@ -51,6 +51,11 @@ pub struct EngineConfig {
     pub end_call_grace_s: f64,
     /// Hang up this long after the request even if speech never ends (D-10).
     pub end_call_max_wait_s: f64,
+    /// Silence after the agent's last line before "are you still there?"
+    /// (0 disables the idle controller).
+    pub idle_prompt_s: f64,
+    /// Unanswered idle prompts before the agent says goodbye and hangs up.
+    pub idle_max_prompts: u32,
 }
 
 impl Default for EngineConfig {
@@ -60,6 +65,8 @@ impl Default for EngineConfig {
             buffer_max_s: 5.0,
             end_call_grace_s: 0.5,
             end_call_max_wait_s: 10.0,
+            idle_prompt_s: 10.0,
+            idle_max_prompts: 2,
         }
     }
 }
@@ -75,6 +82,8 @@ pub enum Timer {
     HangupGrace,
     /// Hard ceiling on a pending hang-up.
     HangupCeiling,
+    /// The caller has been silent since the agent's last line.
+    Idle,
 }
 
 /// Something that happened to the call.
@@ -210,6 +219,10 @@ pub struct Engine<P: Policy = StateMachine> {
     queued: VecDeque<String>,
     hangup: Option<Hangup>,
     ended: bool,
+    /// When the idle controller fires next (None = not armed).
+    idle_at: Option<f64>,
+    /// Idle prompts said since the caller last spoke.
+    idle_prompts: u32,
 }
 
 impl Engine<StateMachine> {
@@ -244,6 +257,8 @@ impl<P: Policy> Engine<P> {
             queued: VecDeque::new(),
             hangup: None,
             ended: false,
+            idle_at: None,
+            idle_prompts: 0,
         }
     }
 
@@ -340,6 +355,7 @@ impl<P: Policy> Engine<P> {
             }),
             Input::CaptureAgentResponses | Input::FlushTranscript => self.capture(now),
             Input::BotStoppedSpeaking => {
+                self.arm_idle(now, out);
                 if let Some(h) = self.hangup.as_mut() {
                     if h.grace_at.is_none() && !self.ended {
                         let at = now + self.config.end_call_grace_s;
@@ -382,6 +398,19 @@ impl<P: Policy> Engine<P> {
                     self.flush(now, out);
                 }
             }
+            Timer::Idle => {
+                let due = self.idle_at.is_some_and(|at| now + EPS >= at);
+                if due && self.idle_allowed() {
+                    self.idle_at = None;
+                    self.idle_prompts += 1;
+                    if self.idle_prompts > self.config.idle_max_prompts {
+                        self.speak(Canned::IdleGoodbye, now, out);
+                        self.request_hangup(now, out);
+                    } else {
+                        self.speak(Canned::IdlePrompt, now, out);
+                    }
+                }
+            }
             Timer::HangupGrace | Timer::HangupCeiling => {
                 let due = self.hangup.is_some_and(|h| {
                     h.grace_at.is_some_and(|g| now + EPS >= g) || now + EPS >= h.ceiling_at
@@ -397,6 +426,8 @@ impl<P: Policy> Engine<P> {
 
     /// SPEC §5.2 steps 1–3, then the turn.
     fn utterance(&mut self, raw: &str, now: f64, out: &mut Vec<Effect>) {
+        self.idle_at = None;
+        self.idle_prompts = 0;
         self.capture(now);
         let text = raw.trim().to_string();
         self.session.conversation_history.push(HistoryMessage {
@@ -719,6 +750,7 @@ impl<P: Policy> Engine<P> {
     /// the LLM context (so the LLM knows what was said) without counting as
     /// an agent reply for turn counting.
     fn speak_text(&mut self, canned: Canned, text: String, now: f64, out: &mut Vec<Effect>) {
+        self.idle_at = None;
         self.capture(now);
         let state = self.session.state;
         self.session
@@ -733,6 +765,7 @@ impl<P: Policy> Engine<P> {
     }
 
     fn forward_to_llm(&mut self, text: String, out: &mut Vec<Effect>) {
+        self.idle_at = None;
         self.context.push(ChatMessage {
             role: ChatRole::User,
             content: text.clone(),
@@ -751,6 +784,29 @@ impl<P: Policy> Engine<P> {
         out.push(Effect::StartTimer {
             timer: Timer::Debounce,
             at: deadline,
+        });
+    }
+
+    /// The idle controller may act: nothing in flight, nothing pending.
+    fn idle_allowed(&self) -> bool {
+        self.config.idle_prompt_s > 0.0
+            && !self.ended
+            && self.turn.is_none()
+            && self.buffer.is_none()
+            && self.hangup.is_none()
+            && self.queued.is_empty()
+    }
+
+    /// The bot finished speaking: start waiting for the caller.
+    fn arm_idle(&mut self, now: f64, out: &mut Vec<Effect>) {
+        if !self.idle_allowed() {
+            return;
+        }
+        let at = now + self.config.idle_prompt_s;
+        self.idle_at = Some(at);
+        out.push(Effect::StartTimer {
+            timer: Timer::Idle,
+            at,
         });
     }
 
@@ -823,5 +879,119 @@ impl<P: Policy> Engine<P> {
             }
         }
         self.cursor = self.context.len().max(1);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn engine_in(state: State) -> Engine {
+        let session = Session {
+            state,
+            ..Session::new("+15125551234")
+        };
+        Engine::new(session, BusinessProfile::default(), EngineConfig::default())
+    }
+
+    fn idle_timer(effects: &[Effect]) -> Option<f64> {
+        effects.iter().find_map(|e| match e {
+            Effect::StartTimer {
+                timer: Timer::Idle,
+                at,
+            } => Some(*at),
+            _ => None,
+        })
+    }
+
+    fn spoke(effects: &[Effect], canned: Canned) -> bool {
+        effects
+            .iter()
+            .any(|e| matches!(e, Effect::Speak { canned: c, .. } if *c == canned))
+    }
+
+    #[test]
+    fn silence_gets_prompts_then_a_goodbye_and_hang_up() {
+        let mut e = engine_in(State::Confirm);
+        let at = idle_timer(&e.handle(Input::BotStoppedSpeaking, 0.0)).unwrap();
+        assert_eq!(at, 10.0);
+        // An early (stale) expiry does nothing.
+        assert!(e.handle(Input::TimerFired(Timer::Idle), 5.0).is_empty());
+        let fx = e.handle(Input::TimerFired(Timer::Idle), 10.0);
+        assert!(spoke(&fx, Canned::IdlePrompt));
+        let at = idle_timer(&e.handle(Input::BotStoppedSpeaking, 11.0)).unwrap();
+        assert!(spoke(
+            &e.handle(Input::TimerFired(Timer::Idle), at),
+            Canned::IdlePrompt
+        ));
+        let at = idle_timer(&e.handle(Input::BotStoppedSpeaking, 22.0)).unwrap();
+        let fx = e.handle(Input::TimerFired(Timer::Idle), at);
+        assert!(spoke(&fx, Canned::IdleGoodbye));
+        assert!(e.end_call_pending());
+        // The goodbye is heard in full, then the call ends (D-10).
+        let fx = e.handle(Input::BotStoppedSpeaking, at + 3.0);
+        assert!(idle_timer(&fx).is_none());
+        let fx = e.handle(Input::TimerFired(Timer::HangupGrace), at + 3.5);
+        assert_eq!(fx, vec![Effect::EndCall]);
+        // Canned idle lines are not agent replies for turn counting.
+        assert!(!e.session().agent_has_responded);
+    }
+
+    #[test]
+    fn the_caller_speaking_resets_the_idle_count() {
+        let mut e = engine_in(State::Confirm);
+        e.handle(Input::BotStoppedSpeaking, 0.0);
+        assert!(spoke(
+            &e.handle(Input::TimerFired(Timer::Idle), 10.0),
+            Canned::IdlePrompt
+        ));
+        e.handle(
+            Input::Transcript {
+                text: "sorry, yes, I'm here".into(),
+                is_final: true,
+            },
+            11.0,
+        );
+        // The pending idle expiry from before the utterance is stale.
+        assert!(e.handle(Input::TimerFired(Timer::Idle), 20.0).is_empty());
+        for t in [30.0, 50.0] {
+            let at = idle_timer(&e.handle(Input::BotStoppedSpeaking, t)).unwrap();
+            assert!(spoke(
+                &e.handle(Input::TimerFired(Timer::Idle), at),
+                Canned::IdlePrompt
+            ));
+        }
+    }
+
+    #[test]
+    fn never_idle_during_a_tool_call_or_buffering() {
+        let mut e = engine_in(State::Welcome);
+        let fx = e.handle(
+            Input::Transcript {
+                text: "my AC is broken".into(),
+                is_final: true,
+            },
+            0.0,
+        );
+        assert!(matches!(fx.last(), Some(Effect::CallTool(_))));
+        assert!(idle_timer(&e.handle(Input::BotStoppedSpeaking, 0.1)).is_none());
+        e.handle(
+            Input::ToolResult {
+                result: serde_json::json!({"found": false}),
+            },
+            0.5,
+        );
+        assert!(e.buffer_mode());
+        assert!(idle_timer(&e.handle(Input::BotStoppedSpeaking, 0.6)).is_none());
+    }
+
+    #[test]
+    fn idle_can_be_switched_off() {
+        let config = EngineConfig {
+            idle_prompt_s: 0.0,
+            ..EngineConfig::default()
+        };
+        let mut e = Engine::new(Session::new("+1512"), BusinessProfile::default(), config);
+        assert!(idle_timer(&e.handle(Input::BotStoppedSpeaking, 0.0)).is_none());
     }
 }

@@ -401,6 +401,10 @@ pub enum Canned {
     Terminal(State),
     /// The one-off scoped wrap-up reply (its text comes from the LLM).
     ScopedReply,
+    /// Asked after the caller has been silent for a while.
+    IdlePrompt,
+    /// Said before hanging up on a caller who stayed silent.
+    IdleGoodbye,
 }
 
 impl Canned {
@@ -415,6 +419,8 @@ impl Canned {
             Canned::TurnLimitPerState => "turn_limit:per_state".to_string(),
             Canned::Terminal(s) => format!("canned_terminal:{}", s.as_str()),
             Canned::ScopedReply => "scoped_reply".to_string(),
+            Canned::IdlePrompt => "idle:prompt".to_string(),
+            Canned::IdleGoodbye => "idle:goodbye".to_string(),
         }
     }
 
@@ -426,6 +432,8 @@ impl Canned {
             "turn_limit:per_call" => Canned::TurnLimitPerCall,
             "turn_limit:per_state" => Canned::TurnLimitPerState,
             "scoped_reply" => Canned::ScopedReply,
+            "idle:prompt" => Canned::IdlePrompt,
+            "idle:goodbye" => Canned::IdleGoodbye,
             other => Canned::Terminal(other.strip_prefix("canned_terminal:")?.parse().ok()?),
         })
     }
@@ -444,6 +452,11 @@ to sort this out."
                 .to_string(),
             Canned::Terminal(s) => terminal_script(*s, profile).unwrap_or_default(),
             Canned::ScopedReply => String::new(),
+            Canned::IdlePrompt => "Are you still there?".to_string(),
+            Canned::IdleGoodbye => format!(
+                "I haven't heard anything, so I'll let you go. Call {} back anytime. Goodbye!",
+                profile.company_name
+            ),
         }
     }
 }

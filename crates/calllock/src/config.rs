@@ -18,6 +18,11 @@ pub struct EngineSection {
     pub buffer_max_s: f64,
     pub end_call_grace_s: f64,
     pub end_call_max_wait_s: f64,
+    /// Silence after the agent's last line before "are you still there?"
+    /// (0 disables it).
+    pub idle_prompt_s: f64,
+    /// Unanswered idle prompts before the agent says goodbye and hangs up.
+    pub idle_max_prompts: u32,
 }
 
 impl Default for EngineSection {
@@ -28,6 +33,8 @@ impl Default for EngineSection {
             buffer_max_s: d.buffer_max_s,
             end_call_grace_s: d.end_call_grace_s,
             end_call_max_wait_s: d.end_call_max_wait_s,
+            idle_prompt_s: d.idle_prompt_s,
+            idle_max_prompts: d.idle_max_prompts,
         }
     }
 }
@@ -39,6 +46,8 @@ impl EngineSection {
             buffer_max_s: self.buffer_max_s,
             end_call_grace_s: self.end_call_grace_s,
             end_call_max_wait_s: self.end_call_max_wait_s,
+            idle_prompt_s: self.idle_prompt_s,
+            idle_max_prompts: self.idle_max_prompts,
         }
     }
 }
@@ -228,6 +237,7 @@ pub fn load_from(path: Option<&Path>, env: &[(String, String)]) -> Result<Config
         ("engine.buffer_max_s", e.buffer_max_s),
         ("engine.end_call_grace_s", e.end_call_grace_s),
         ("engine.end_call_max_wait_s", e.end_call_max_wait_s),
+        ("engine.idle_prompt_s", e.idle_prompt_s),
         ("sim.llm_latency_s", cfg.sim.llm_latency_s),
         ("sim.tool_latency_s", cfg.sim.tool_latency_s),
     ] {
@@ -274,6 +284,8 @@ buffer_debounce_s = 1.5
 buffer_max_s = 5.0
 end_call_grace_s = 0.5
 end_call_max_wait_s = 10.0
+idle_prompt_s = 10.0       # "are you still there?" after this much silence (0 = off)
+idle_max_prompts = 2       # then goodbye and hang up
 
 [sim]
 llm_latency_s = 0.6

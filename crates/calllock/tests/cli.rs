@@ -229,6 +229,28 @@ fn replay_odd_caller_text_keeps_the_call_going() {
 }
 
 #[test]
+fn replay_silence_gets_are_you_still_there_then_goodbye() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = write(
+        dir.path(),
+        "silent.jsonl",
+        b"{\"caller\": \"my AC is broken\"}\n{\"silence\": 15}\n{\"caller\": \"sorry, no, nothing like that\"}\n{\"silence\": 120}\n",
+    );
+    let r = replay_json(&p, &[]);
+    let es = entries(&r);
+    let prompts: Vec<&Value> = es
+        .iter()
+        .filter(|e| e["content"] == "Are you still there?")
+        .collect();
+    // One prompt in the first silence; two, then the goodbye, in the long one.
+    assert_eq!(prompts.len(), 3, "{es:?}");
+    let last = es.last().unwrap();
+    assert!(last["content"].as_str().unwrap().contains("Goodbye"), "{last}");
+    assert_eq!(r["ended_by"], "agent");
+    assert_eq!(r["final_state"], "service_area");
+}
+
+#[test]
 fn demo_then_calls_list_and_show() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("nested/dir/calllock.db");

@@ -977,6 +977,7 @@ fn run_processor(case: &Value) -> R {
         end_call_max_wait_s: cfg["end_call_max_wait_s"]
             .as_f64()
             .unwrap_or(d.end_call_max_wait_s),
+        ..d
     };
     let policy = match given.get("machine_override") {
         Some(mo) => {
