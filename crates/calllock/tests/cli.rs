@@ -245,7 +245,10 @@ fn replay_silence_gets_are_you_still_there_then_goodbye() {
     // One prompt in the first silence; two, then the goodbye, in the long one.
     assert_eq!(prompts.len(), 3, "{es:?}");
     let last = es.last().unwrap();
-    assert!(last["content"].as_str().unwrap().contains("Goodbye"), "{last}");
+    assert!(
+        last["content"].as_str().unwrap().contains("Goodbye"),
+        "{last}"
+    );
     assert_eq!(r["ended_by"], "agent");
     assert_eq!(r["final_state"], "service_area");
 }

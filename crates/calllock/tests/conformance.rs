@@ -110,6 +110,18 @@ fn run_all() -> usize {
             return 1;
         }
     };
+    // The project keeps its own copy; say so when it drifted from the source.
+    let shared = format!(
+        "{}/../../../shared/conformance/cases.jsonl",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    if let Ok(source) = std::fs::read_to_string(&shared) {
+        if source != text && std::env::var_os("CALLLOCK_CONFORMANCE_CASES").is_none() {
+            println!(
+                "note: conformance/cases.jsonl differs from {shared}; copy it over to stay in sync"
+            );
+        }
+    }
     let mut cases = Vec::new();
     let mut bad_lines = 0;
     for (i, line) in text.lines().enumerate() {
