@@ -203,8 +203,6 @@ pub struct CallDriver<'o> {
     overrides: HashMap<Tool, VecDeque<Value>>,
     tools: Vec<ToolLog>,
     ended_by: Option<EndedBy>,
-    real_time: bool,
-    real_origin: Option<std::time::Instant>,
 }
 
 impl<'o> CallDriver<'o> {
@@ -235,8 +233,6 @@ impl<'o> CallDriver<'o> {
             overrides: HashMap::new(),
             tools: Vec::new(),
             ended_by: None,
-            real_time: false,
-            real_origin: None,
         }
     }
 
@@ -534,14 +530,14 @@ impl<'o> CallDriver<'o> {
                 }
             }
             let Some(next) = self.queue.pop() else {
-                if self.quiet() && caller_scheduled {
-                    break;
+                if caller_scheduled || waiting_silence {
+                    break; // cannot happen: scheduled events live in the queue
                 }
-                if items.is_empty() && !caller_scheduled {
-                    // nothing more can happen: the caller hangs up
-                    self.schedule(self.t + 1.0, Ev::CallerHangUp);
-                    caller_scheduled = true;
-                }
+                // Nothing is scheduled and the next caller line is still
+                // waiting for quiet that will not come (or the script is
+                // over): the caller hangs up rather than the loop spinning.
+                self.schedule(self.t + 1.0, Ev::CallerHangUp);
+                caller_scheduled = true;
                 continue;
             };
             self.t = self.t.max(next.at);
@@ -566,9 +562,7 @@ impl<'o> CallDriver<'o> {
         mut self,
         mut lines: tokio::sync::mpsc::Receiver<Option<String>>,
     ) -> Outcome {
-        self.real_time = true;
         let origin = std::time::Instant::now();
-        self.real_origin = Some(origin);
         self.connect().await;
         let real_now = |start: f64| start + origin.elapsed().as_secs_f64();
         loop {

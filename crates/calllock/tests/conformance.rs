@@ -8,7 +8,6 @@
 //!
 //! Run: `cargo test --test conformance`.
 
-use agent::backend::ToolCall;
 use agent::breaker::CircuitBreaker;
 use agent::engine::{Effect, Engine, EngineConfig, Input, Timer};
 use agent::machine::{Action, Policy, Speak, StateMachine};
@@ -1365,7 +1364,3 @@ fn run_cb(case: &Value) -> R {
     }
     Ok(())
 }
-
-// Keep the imports honest for kinds that only some builds use.
-#[allow(dead_code)]
-fn _uses(_: ToolCall) {}
