@@ -90,6 +90,19 @@ impl Fail {
     }
 }
 
+impl Fail {
+    /// The V2 failure object `{success:false, message, error}` of a tool
+    /// whose result `what` could not be achieved.
+    fn answer(self, tool: &str, what: &str) -> Value {
+        let err = self.text(tool);
+        json!({
+            "success": false,
+            "message": format!("{what}: {err}"),
+            "error": err,
+        })
+    }
+}
+
 fn user(s: impl Into<String>) -> Fail {
     Fail::User(s.into())
 }
@@ -914,24 +927,14 @@ impl Backend for EmbeddedBackend {
     }
 
     async fn create_callback(&self, call: &ToolCall) -> Value {
-        self.callback_inner(call).await.unwrap_or_else(|e| {
-            let err = e.text("create_callback");
-            json!({
-                "success": false,
-                "message": format!("The callback could not be created: {err}"),
-                "error": err,
-            })
-        })
+        self.callback_inner(call)
+            .await
+            .unwrap_or_else(|e| e.answer("create_callback", "The callback could not be created"))
     }
 
     async fn send_sales_lead_alert(&self, call: &ToolCall) -> Value {
         self.lead_inner(call).await.unwrap_or_else(|e| {
-            let err = e.text("send_sales_lead_alert");
-            json!({
-                "success": false,
-                "message": format!("The sales alert could not be sent: {err}"),
-                "error": err,
-            })
+            e.answer("send_sales_lead_alert", "The sales alert could not be sent")
         })
     }
 
@@ -939,12 +942,7 @@ impl Backend for EmbeddedBackend {
     /// on `action_taken == "cancel"` even without success (SPEC §4.4).
     async fn manage_appointment(&self, call: &ToolCall) -> Value {
         self.manage_inner(call).await.unwrap_or_else(|e| {
-            let err = e.text("manage_appointment");
-            json!({
-                "success": false,
-                "message": format!("The appointment could not be changed: {err}"),
-                "error": err,
-            })
+            e.answer("manage_appointment", "The appointment could not be changed")
         })
     }
 }
