@@ -1,0 +1,1 @@
+//! The per-call history event log (to be written).
