@@ -1,7 +1,21 @@
 //! # voice — the real-time pipeline
 //!
-//! Frames, stages, the pipeline runner, turn epochs and the cancellation
-//! tree, and the per-call history event log with its projections. Knows
+//! Frames ([`frames`]), stage inboxes ([`inbox`]), stages and their runner
+//! ([`stage`]), pipelines with a lifecycle ([`pipeline`]), turn epochs and
+//! the cancellation tree ([`scope`]), observers ([`observe`]), and the
+//! per-call history event log with its projections ([`history`]). Knows
 //! nothing of HVAC, states or business rules.
 
+pub mod frames;
 pub mod history;
+pub mod inbox;
+pub mod observe;
+pub mod passthrough;
+pub mod pipeline;
+pub mod scope;
+pub mod stage;
+
+pub use frames::{Audio, ControlFrame, Data, DataFrame, Epoch, Frame, SystemFrame, UtteranceId};
+pub use pipeline::{Lifecycle, Pipeline, PipelineBuilder, StopReport};
+pub use scope::CallScope;
+pub use stage::{Ctx, Direction, Stage};
