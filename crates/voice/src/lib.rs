@@ -4,4 +4,5 @@
 //! tree, and the per-call history event log with its projections. Knows
 //! nothing of HVAC, states or business rules.
 
+pub mod accountant;
 pub mod history;
