@@ -300,13 +300,15 @@ impl Accountant {
 
     /// Settle the first `count` active utterances as done.
     fn finish_before(&mut self, count: usize) -> Vec<Outcome> {
-        let done: Vec<MsgId> = self.active.drain(..count).map(|u| u.msg_id).collect();
-        done.into_iter()
-            .map(|msg_id| {
-                self.remember(msg_id, UtteranceState::Done);
-                Outcome::Done { msg_id }
-            })
-            .collect()
+        let done: Vec<Outcome> = self
+            .active
+            .drain(..count)
+            .map(|u| Outcome::Done { msg_id: u.msg_id })
+            .collect();
+        for outcome in &done {
+            self.remember(outcome.msg_id(), UtteranceState::Done);
+        }
+        done
     }
 
     fn remember(&mut self, msg_id: MsgId, state: UtteranceState) {
