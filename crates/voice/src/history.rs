@@ -1,1 +1,874 @@
-//! The per-call history event log (to be written).
+//! The per-call history: an append-only, typed event log and its projections.
+//!
+//! # Why an event log and projections
+//!
+//! A voice call is not a chat. A reply is generated in full but the caller
+//! may hear only its first words before barging in; a canned line may be
+//! queued and never played; a tool may be cancelled half-way. If the
+//! conversation were kept as a mutable list of LLM messages, every one of
+//! those facts would have to be patched into it at the moment it happened,
+//! and what really happened would be lost under the patches.
+//!
+//! Instead, everything is recorded once, as it happens, as a typed [`Event`]
+//! with the time since call start, in an [`EventLog`] that is only ever
+//! appended to (the application persists each entry as it is appended, so a
+//! crash loses nothing). Every view of the call is a pure **projection**
+//! computed from the log when it is read:
+//!
+//! - [`EventLog::llm_messages`]: what the LLM is told was said. An
+//!   interrupted agent reply is replaced by what the caller actually heard
+//!   ([`Event::Interrupted`] names the reply by [`MsgId`]); a reply cut off
+//!   before its first word is left out entirely.
+//! - [`EventLog::transcript`]: the record of the call, every caller and agent
+//!   line with its time, interrupted lines marked.
+//! - [`EventLog::open_tool_calls`] and [`EventLog::unfinished_utterances`]:
+//!   invariant checks (every tool call finishes or is cancelled; every
+//!   utterance is played to the end or interrupted).
+//!
+//! Because the projections are computed, the order in which facts arrive
+//! does not matter much: an `Interrupted` appended after the caller's next
+//! words still edits the reply *where it was said*.
+//!
+//! The heard text itself comes from the interruption accountant
+//! ([`crate::accountant`]), which knows how much audio of each utterance was
+//! played. When only the heard text is known and not which utterance it
+//! belongs to, [`EventLog::interrupt_by_text`] finds the utterance by
+//! normalised text — a fallback, never the normal path.
+//!
+//! This module is sans-IO: no clock (times are given as [`Duration`] since
+//! call start), no persistence, no async. It knows nothing of the business:
+//! which tools exist, which states a call goes through, or what a [`Note`]
+//! kind means is the application's affair.
+//!
+//! [`Note`]: Event::Note
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+/// Identifies one agent utterance (one reply or one canned line) within a
+/// call. Allocate with [`EventLog::next_msg_id`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct MsgId(pub u64);
+
+/// Identifies one tool call within a call. Allocate with
+/// [`EventLog::next_tool_call_id`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ToolCallId(pub u64);
+
+/// Where an agent utterance came from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum AgentSource {
+    /// Phrased by the LLM.
+    Llm,
+    /// A fixed line chosen by the application; `id` names it (e.g. the
+    /// greeting), in the application's own vocabulary.
+    Canned { id: String },
+}
+
+/// How a tool call ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ToolOutcome {
+    Ok,
+    Failed,
+    Cancelled,
+}
+
+/// One fact about the call. Events hold only text (no audio), so they are
+/// cheap to clone.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Event {
+    /// The caller said this and it was sent to the LLM as a user message.
+    CallerSaid { text: String },
+    /// Caller text added to the LLM context without asking for a reply
+    /// (projected exactly like [`Event::CallerSaid`]; kept apart so the log
+    /// says which happened).
+    CallerContext { text: String },
+    /// A reply was generated or a canned line was queued for speech: the
+    /// full text the agent intended to say.
+    AgentSaid {
+        msg_id: MsgId,
+        text: String,
+        source: AgentSource,
+    },
+    /// The first audio of the utterance reached the caller. Optional: when
+    /// present, the transcript stamps the line with this time (a line is
+    /// stamped when it was spoken) instead of the time of `AgentSaid`.
+    SpeechStarted { msg_id: MsgId },
+    /// The caller cut the utterance off; `heard_text` is what they actually
+    /// heard (may be empty).
+    Interrupted { msg_id: MsgId, heard_text: String },
+    /// The utterance was played to its end.
+    SpeechFinished { msg_id: MsgId },
+    /// A tool was called; `args` is JSON text.
+    ToolCalled {
+        call_id: ToolCallId,
+        name: String,
+        args: String,
+    },
+    /// A tool call ended (a cancelled call ends too).
+    ToolFinished {
+        call_id: ToolCallId,
+        result: String,
+        outcome: ToolOutcome,
+    },
+    /// Anything else worth recording (a state change, a hang-up decision…);
+    /// the application picks the `kind` strings.
+    Note { kind: String, text: String },
+    /// The call ended.
+    CallEnded { reason: String },
+}
+
+/// One appended event with its sequence number and time since call start.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Entry {
+    /// Position in the log: 0 for the first entry, then one more each time.
+    pub seq: u64,
+    /// Time since call start, as given to [`EventLog::append`].
+    pub at: Duration,
+    pub event: Event,
+}
+
+/// Who a message to the LLM is from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Role {
+    User,
+    Assistant,
+}
+
+/// One message of the [`EventLog::llm_messages`] projection.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Message {
+    pub role: Role,
+    pub content: String,
+}
+
+/// Who spoke a [`TranscriptLine`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Speaker {
+    Caller,
+    Agent,
+}
+
+/// One line of the [`EventLog::transcript`] projection.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TranscriptLine {
+    /// When it was said: for the agent, when its speech started if that was
+    /// recorded, else when it was queued.
+    pub at: Duration,
+    pub speaker: Speaker,
+    /// For an interrupted agent line, only what the caller heard.
+    pub text: String,
+    /// The agent was cut off during (or before) this line.
+    pub interrupted: bool,
+    /// The utterance, for agent lines.
+    pub msg_id: Option<MsgId>,
+}
+
+/// The per-call, append-only event log. See the [module docs](self).
+#[derive(Clone, Debug, Default)]
+pub struct EventLog {
+    entries: Vec<Entry>,
+    next_msg: u64,
+    next_call: u64,
+}
+
+/// How an utterance ended: the first ending event for its id decides.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Ending<'a> {
+    Finished,
+    Interrupted(&'a str),
+}
+
+impl EventLog {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Append an event at `at` (time since call start; stored as given) and
+    /// return its sequence number.
+    ///
+    /// Ids found in the event move the allocators past them, so a log
+    /// rebuilt by appending persisted entries again never hands out an id
+    /// twice.
+    pub fn append(&mut self, at: Duration, event: Event) -> u64 {
+        match &event {
+            Event::AgentSaid { msg_id, .. } => {
+                self.next_msg = self.next_msg.max(msg_id.0.saturating_add(1));
+            }
+            Event::ToolCalled { call_id, .. } => {
+                self.next_call = self.next_call.max(call_id.0.saturating_add(1));
+            }
+            _ => {}
+        }
+        let seq = self.entries.len() as u64;
+        self.entries.push(Entry { seq, at, event });
+        seq
+    }
+
+    /// All entries, in append order.
+    pub fn events(&self) -> &[Entry] {
+        &self.entries
+    }
+
+    pub fn iter(&self) -> std::slice::Iter<'_, Entry> {
+        self.entries.iter()
+    }
+
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// A fresh utterance id, never used in this log before.
+    pub fn next_msg_id(&mut self) -> MsgId {
+        let id = MsgId(self.next_msg);
+        self.next_msg = self.next_msg.saturating_add(1);
+        id
+    }
+
+    /// A fresh tool call id, never used in this log before.
+    pub fn next_tool_call_id(&mut self) -> ToolCallId {
+        let id = ToolCallId(self.next_call);
+        self.next_call = self.next_call.saturating_add(1);
+        id
+    }
+
+    /// What the LLM is told was said, in the order it was said.
+    ///
+    /// - `CallerSaid` and `CallerContext` become [`Role::User`] messages.
+    /// - `AgentSaid` (LLM replies and canned lines alike) becomes a
+    ///   [`Role::Assistant`] message at the position of the `AgentSaid`,
+    ///   with the full text — unless the utterance was interrupted: then the
+    ///   content is the heard text (trimmed), and when nothing was heard the
+    ///   message is left out.
+    /// - Only the first ending event of an utterance counts (an
+    ///   `Interrupted` after `SpeechFinished` changes nothing, and the other
+    ///   way round); an ending for an unknown id is ignored.
+    /// - Tool calls and results, notes, speech starts and the call end are
+    ///   not part of this projection: the application keeps tool results in
+    ///   its own context (typed, per tool). Consecutive messages of the same
+    ///   role are not merged.
+    pub fn llm_messages(&self) -> Vec<Message> {
+        let endings = self.endings();
+        let mut out = Vec::new();
+        for entry in &self.entries {
+            match &entry.event {
+                Event::CallerSaid { text } | Event::CallerContext { text } => out.push(Message {
+                    role: Role::User,
+                    content: text.clone(),
+                }),
+                Event::AgentSaid { msg_id, text, .. } => {
+                    let content = match endings.get(msg_id) {
+                        Some(Ending::Interrupted(heard)) => heard.trim(),
+                        _ => text.as_str(),
+                    };
+                    if !content.is_empty() {
+                        out.push(Message {
+                            role: Role::Assistant,
+                            content: content.to_owned(),
+                        });
+                    }
+                }
+                _ => {}
+            }
+        }
+        out
+    }
+
+    /// Every caller and agent line, in the order they were said.
+    ///
+    /// Caller lines come from `CallerSaid` and `CallerContext`. Agent lines
+    /// come from `AgentSaid` (canned lines included) at its position; they
+    /// are stamped with the utterance's `SpeechStarted` time when recorded.
+    /// An interrupted line shows the heard text (trimmed) with
+    /// `interrupted: true` — also when nothing was heard, so the record shows
+    /// the agent was cut off before its first word. A line not (yet)
+    /// finished or interrupted shows the full intended text.
+    pub fn transcript(&self) -> Vec<TranscriptLine> {
+        let endings = self.endings();
+        let mut started: HashMap<MsgId, Duration> = HashMap::new();
+        for entry in &self.entries {
+            if let Event::SpeechStarted { msg_id } = entry.event {
+                started.entry(msg_id).or_insert(entry.at);
+            }
+        }
+        let mut out = Vec::new();
+        for entry in &self.entries {
+            match &entry.event {
+                Event::CallerSaid { text } | Event::CallerContext { text } => {
+                    out.push(TranscriptLine {
+                        at: entry.at,
+                        speaker: Speaker::Caller,
+                        text: text.clone(),
+                        interrupted: false,
+                        msg_id: None,
+                    })
+                }
+                Event::AgentSaid { msg_id, text, .. } => {
+                    let (text, interrupted) = match endings.get(msg_id) {
+                        Some(Ending::Interrupted(heard)) => (heard.trim(), true),
+                        _ => (text.as_str(), false),
+                    };
+                    out.push(TranscriptLine {
+                        at: started.get(msg_id).copied().unwrap_or(entry.at),
+                        speaker: Speaker::Agent,
+                        text: text.to_owned(),
+                        interrupted,
+                        msg_id: Some(*msg_id),
+                    });
+                }
+                _ => {}
+            }
+        }
+        out
+    }
+
+    /// Tool calls without a `ToolFinished`, in call order. Empty at the end
+    /// of a well-run call: every tool call finishes or is cancelled.
+    pub fn open_tool_calls(&self) -> Vec<ToolCallId> {
+        let mut open: Vec<ToolCallId> = Vec::new();
+        for entry in &self.entries {
+            match &entry.event {
+                Event::ToolCalled { call_id, .. } => open.push(*call_id),
+                Event::ToolFinished { call_id, .. } => open.retain(|c| c != call_id),
+                _ => {}
+            }
+        }
+        open
+    }
+
+    /// Utterances (`AgentSaid`) with neither `SpeechFinished` nor
+    /// `Interrupted`, in the order they were said: queued or still playing.
+    pub fn unfinished_utterances(&self) -> Vec<MsgId> {
+        let endings = self.endings();
+        self.entries
+            .iter()
+            .filter_map(|entry| match &entry.event {
+                Event::AgentSaid { msg_id, .. } if !endings.contains_key(msg_id) => Some(*msg_id),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// Fallback when the heard text is known but not which utterance it
+    /// belongs to: find the latest unfinished utterance whose normalised
+    /// text (lowercase, punctuation dropped, whitespace collapsed) starts
+    /// with the normalised `heard_text`, append `Interrupted` for it at `at`
+    /// and return its id. `None` (and nothing appended) when no unfinished
+    /// utterance matches.
+    ///
+    /// The recorded heard text is the matching prefix of the utterance's own
+    /// text, so it keeps the original case and punctuation ("Thanks Jonas,"
+    /// for a heard "thanks jonas"); a heard text with no letters or digits
+    /// matches the latest unfinished utterance with nothing heard.
+    pub fn interrupt_by_text(&mut self, at: Duration, heard_text: &str) -> Option<MsgId> {
+        let heard = normalise(heard_text).0;
+        let endings = self.endings();
+        let (msg_id, recorded) =
+            self.entries
+                .iter()
+                .rev()
+                .find_map(|entry| match &entry.event {
+                    Event::AgentSaid { msg_id, text, .. } if !endings.contains_key(msg_id) => {
+                        matching_prefix(text, &heard).map(|prefix| (*msg_id, prefix.to_owned()))
+                    }
+                    _ => None,
+                })?;
+        self.append(
+            at,
+            Event::Interrupted {
+                msg_id,
+                heard_text: recorded,
+            },
+        );
+        Some(msg_id)
+    }
+
+    /// The first ending event of each utterance.
+    fn endings(&self) -> HashMap<MsgId, Ending<'_>> {
+        let mut endings = HashMap::new();
+        for entry in &self.entries {
+            let (msg_id, ending) = match &entry.event {
+                Event::SpeechFinished { msg_id } => (*msg_id, Ending::Finished),
+                Event::Interrupted { msg_id, heard_text } => {
+                    (*msg_id, Ending::Interrupted(heard_text.as_str()))
+                }
+                _ => continue,
+            };
+            endings.entry(msg_id).or_insert(ending);
+        }
+        endings
+    }
+}
+
+impl<'a> IntoIterator for &'a EventLog {
+    type Item = &'a Entry;
+    type IntoIter = std::slice::Iter<'a, Entry>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.entries.iter()
+    }
+}
+
+/// Lowercase, letters and digits only, words separated by one space. Also
+/// returns, for each char of the result, the byte offset in `text` just
+/// after the char it came from.
+fn normalise(text: &str) -> (String, Vec<usize>) {
+    let mut out = String::new();
+    let mut ends = Vec::new();
+    let mut space = false;
+    for (i, c) in text.char_indices() {
+        if c.is_alphanumeric() {
+            if space && !out.is_empty() {
+                out.push(' ');
+                ends.push(i);
+            }
+            space = false;
+            for lower in c.to_lowercase() {
+                out.push(lower);
+                ends.push(i + c.len_utf8());
+            }
+        } else if c.is_whitespace() {
+            space = true;
+        }
+    }
+    (out, ends)
+}
+
+/// The prefix of `text` whose normalised form is `heard` (already
+/// normalised), or `None` when the normalised text does not start with it.
+/// A match ending on a whole word takes the word's trailing punctuation
+/// along; the result is trimmed.
+fn matching_prefix<'t>(text: &'t str, heard: &str) -> Option<&'t str> {
+    let (norm, ends) = normalise(text);
+    if !norm.starts_with(heard) {
+        return None;
+    }
+    let matched = heard.chars().count();
+    if matched == 0 {
+        return Some("");
+    }
+    let mut cut = ends[matched - 1];
+    let rest = &norm[heard.len()..];
+    if rest.is_empty() || rest.starts_with(' ') {
+        cut += text[cut..]
+            .find(char::is_whitespace)
+            .unwrap_or(text.len() - cut);
+    }
+    Some(text[..cut].trim())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ms(n: u64) -> Duration {
+        Duration::from_millis(n)
+    }
+
+    fn caller(log: &mut EventLog, at: u64, text: &str) {
+        log.append(ms(at), Event::CallerSaid { text: text.into() });
+    }
+
+    fn agent(log: &mut EventLog, at: u64, text: &str) -> MsgId {
+        let msg_id = log.next_msg_id();
+        log.append(
+            ms(at),
+            Event::AgentSaid {
+                msg_id,
+                text: text.into(),
+                source: AgentSource::Llm,
+            },
+        );
+        msg_id
+    }
+
+    fn interrupted(log: &mut EventLog, at: u64, msg_id: MsgId, heard: &str) {
+        log.append(
+            ms(at),
+            Event::Interrupted {
+                msg_id,
+                heard_text: heard.into(),
+            },
+        );
+    }
+
+    fn user(content: &str) -> Message {
+        Message {
+            role: Role::User,
+            content: content.into(),
+        }
+    }
+
+    fn assistant(content: &str) -> Message {
+        Message {
+            role: Role::Assistant,
+            content: content.into(),
+        }
+    }
+
+    #[test]
+    fn append_numbers_entries_in_order() {
+        let mut log = EventLog::new();
+        assert!(log.is_empty());
+        assert_eq!(
+            log.append(ms(5), Event::CallerSaid { text: "hi".into() }),
+            0
+        );
+        assert_eq!(
+            log.append(
+                ms(9),
+                Event::CallEnded {
+                    reason: "caller hung up".into()
+                }
+            ),
+            1
+        );
+        assert_eq!(log.len(), 2);
+        let seqs: Vec<u64> = log.iter().map(|e| e.seq).collect();
+        assert_eq!(seqs, [0, 1]);
+        assert_eq!(log.events()[1].at, ms(9));
+        assert_eq!((&log).into_iter().count(), 2);
+    }
+
+    #[test]
+    fn ids_are_fresh_even_after_appending_foreign_ids() {
+        let mut log = EventLog::new();
+        assert_eq!(log.next_msg_id(), MsgId(0));
+        assert_eq!(log.next_msg_id(), MsgId(1));
+        log.append(
+            ms(0),
+            Event::AgentSaid {
+                msg_id: MsgId(7),
+                text: "x".into(),
+                source: AgentSource::Llm,
+            },
+        );
+        assert_eq!(log.next_msg_id(), MsgId(8));
+        assert_eq!(log.next_tool_call_id(), ToolCallId(0));
+        log.append(
+            ms(0),
+            Event::ToolCalled {
+                call_id: ToolCallId(4),
+                name: "t".into(),
+                args: "{}".into(),
+            },
+        );
+        assert_eq!(log.next_tool_call_id(), ToolCallId(5));
+        log.append(
+            ms(0),
+            Event::AgentSaid {
+                msg_id: MsgId(u64::MAX),
+                text: "x".into(),
+                source: AgentSource::Llm,
+            },
+        );
+        assert_eq!(log.next_msg_id(), MsgId(u64::MAX));
+    }
+
+    #[test]
+    fn llm_projection_of_a_plain_exchange() {
+        let mut log = EventLog::new();
+        let greeting = log.next_msg_id();
+        log.append(
+            ms(0),
+            Event::AgentSaid {
+                msg_id: greeting,
+                text: "Hello, how can I help?".into(),
+                source: AgentSource::Canned {
+                    id: "greeting".into(),
+                },
+            },
+        );
+        log.append(ms(10), Event::SpeechStarted { msg_id: greeting });
+        log.append(ms(900), Event::SpeechFinished { msg_id: greeting });
+        caller(&mut log, 1500, "My heater is broken.");
+        log.append(
+            ms(1600),
+            Event::CallerContext {
+                text: "Caller is calling from 555-0100.".into(),
+            },
+        );
+        let call_id = log.next_tool_call_id();
+        log.append(
+            ms(1700),
+            Event::ToolCalled {
+                call_id,
+                name: "lookup".into(),
+                args: r#"{"phone":"555-0100"}"#.into(),
+            },
+        );
+        log.append(
+            ms(1800),
+            Event::ToolFinished {
+                call_id,
+                result: "{}".into(),
+                outcome: ToolOutcome::Ok,
+            },
+        );
+        log.append(
+            ms(1850),
+            Event::Note {
+                kind: "state".into(),
+                text: "a -> b".into(),
+            },
+        );
+        let reply = agent(&mut log, 1900, "Sorry to hear that.");
+        log.append(ms(2500), Event::SpeechFinished { msg_id: reply });
+        log.append(
+            ms(3000),
+            Event::CallEnded {
+                reason: "done".into(),
+            },
+        );
+        assert_eq!(
+            log.llm_messages(),
+            [
+                assistant("Hello, how can I help?"),
+                user("My heater is broken."),
+                user("Caller is calling from 555-0100."),
+                assistant("Sorry to hear that."),
+            ]
+        );
+    }
+
+    #[test]
+    fn interrupted_reply_is_replaced_by_its_heard_part_where_it_was_said() {
+        let mut log = EventLog::new();
+        caller(&mut log, 0, "This is Jonas.");
+        let reply = agent(
+            &mut log,
+            100,
+            "Thanks Jonas, I can get a tech out tomorrow.",
+        );
+        caller(&mut log, 1200, "Wait, today?");
+        interrupted(&mut log, 1250, reply, " Thanks Jonas, I can ");
+        assert_eq!(
+            log.llm_messages(),
+            [
+                user("This is Jonas."),
+                assistant("Thanks Jonas, I can"),
+                user("Wait, today?"),
+            ]
+        );
+    }
+
+    #[test]
+    fn nothing_heard_omits_the_assistant_message() {
+        let mut log = EventLog::new();
+        caller(&mut log, 0, "Hello?");
+        let a = agent(&mut log, 100, "Hi there!");
+        let b = agent(&mut log, 110, "How can I help?");
+        interrupted(&mut log, 300, a, "");
+        interrupted(&mut log, 300, b, "  ");
+        caller(&mut log, 400, "I need help.");
+        assert_eq!(log.llm_messages(), [user("Hello?"), user("I need help.")]);
+    }
+
+    #[test]
+    fn two_replies_one_interrupted() {
+        let mut log = EventLog::new();
+        caller(&mut log, 0, "Can you come today?");
+        let first = agent(&mut log, 100, "Let me check the schedule.");
+        let second = agent(&mut log, 200, "We have a slot at three, or one at five.");
+        log.append(ms(900), Event::SpeechFinished { msg_id: first });
+        interrupted(&mut log, 1500, second, "We have a slot at three,");
+        caller(&mut log, 1550, "Three works.");
+        assert_eq!(
+            log.llm_messages(),
+            [
+                user("Can you come today?"),
+                assistant("Let me check the schedule."),
+                assistant("We have a slot at three,"),
+                user("Three works."),
+            ]
+        );
+    }
+
+    #[test]
+    fn first_ending_wins_and_unknown_endings_are_ignored() {
+        let mut log = EventLog::new();
+        let a = agent(&mut log, 0, "One two three.");
+        log.append(ms(10), Event::SpeechFinished { msg_id: a });
+        interrupted(&mut log, 20, a, "One");
+        let b = agent(&mut log, 30, "Four five six.");
+        interrupted(&mut log, 40, b, "Four");
+        log.append(ms(50), Event::SpeechFinished { msg_id: b });
+        interrupted(&mut log, 60, MsgId(99), "ghost");
+        log.append(ms(60), Event::SpeechFinished { msg_id: MsgId(98) });
+        assert_eq!(
+            log.llm_messages(),
+            [assistant("One two three."), assistant("Four")]
+        );
+        assert!(log.unfinished_utterances().is_empty());
+    }
+
+    #[test]
+    fn transcript_marks_interrupted_lines_and_keeps_unheard_ones() {
+        let mut log = EventLog::new();
+        let greeting = agent(&mut log, 0, "Hello!");
+        log.append(ms(40), Event::SpeechStarted { msg_id: greeting });
+        log.append(ms(41), Event::SpeechStarted { msg_id: greeting });
+        log.append(ms(500), Event::SpeechFinished { msg_id: greeting });
+        caller(&mut log, 1000, "Hi, my AC is out.");
+        log.append(
+            ms(1100),
+            Event::CallerContext {
+                text: "(silence)".into(),
+            },
+        );
+        let cut = agent(&mut log, 1200, "Sorry to hear that, let me help.");
+        let unheard = agent(&mut log, 1210, "What is your address?");
+        let playing = agent(&mut log, 1220, "Still going.");
+        interrupted(&mut log, 1900, cut, "Sorry to hear that,");
+        interrupted(&mut log, 1900, unheard, "");
+        let line = |at, speaker, text: &str, interrupted, msg_id| TranscriptLine {
+            at: ms(at),
+            speaker,
+            text: text.into(),
+            interrupted,
+            msg_id,
+        };
+        assert_eq!(
+            log.transcript(),
+            [
+                line(40, Speaker::Agent, "Hello!", false, Some(greeting)),
+                line(1000, Speaker::Caller, "Hi, my AC is out.", false, None),
+                line(1100, Speaker::Caller, "(silence)", false, None),
+                line(1200, Speaker::Agent, "Sorry to hear that,", true, Some(cut)),
+                line(1210, Speaker::Agent, "", true, Some(unheard)),
+                line(1220, Speaker::Agent, "Still going.", false, Some(playing)),
+            ]
+        );
+    }
+
+    #[test]
+    fn open_tool_calls_are_those_without_an_end() {
+        let mut log = EventLog::new();
+        let calls: Vec<ToolCallId> = (0..4).map(|_| log.next_tool_call_id()).collect();
+        for &call_id in &calls {
+            log.append(
+                ms(0),
+                Event::ToolCalled {
+                    call_id,
+                    name: "book".into(),
+                    args: "{}".into(),
+                },
+            );
+        }
+        assert_eq!(log.open_tool_calls(), calls);
+        for (call_id, outcome) in [
+            (calls[0], ToolOutcome::Ok),
+            (calls[2], ToolOutcome::Cancelled),
+            (calls[3], ToolOutcome::Failed),
+        ] {
+            log.append(
+                ms(5),
+                Event::ToolFinished {
+                    call_id,
+                    result: String::new(),
+                    outcome,
+                },
+            );
+        }
+        assert_eq!(log.open_tool_calls(), [calls[1]]);
+        assert!(log.llm_messages().is_empty());
+    }
+
+    #[test]
+    fn unfinished_utterances_are_neither_finished_nor_interrupted() {
+        let mut log = EventLog::new();
+        let a = agent(&mut log, 0, "a");
+        let b = agent(&mut log, 1, "b");
+        let c = agent(&mut log, 2, "c");
+        let d = agent(&mut log, 3, "d");
+        log.append(ms(4), Event::SpeechStarted { msg_id: b });
+        log.append(ms(5), Event::SpeechFinished { msg_id: a });
+        interrupted(&mut log, 6, c, "");
+        assert_eq!(log.unfinished_utterances(), [b, d]);
+    }
+
+    #[test]
+    fn interrupt_by_text_finds_the_latest_matching_unfinished_utterance() {
+        let mut log = EventLog::new();
+        let done = agent(&mut log, 0, "Thanks Jonas, I can help.");
+        log.append(ms(1), Event::SpeechFinished { msg_id: done });
+        let older = agent(&mut log, 2, "Thanks Jonas, I can get a tech out tomorrow.");
+        let latest = agent(&mut log, 3, "Is there anything else?");
+
+        assert_eq!(log.interrupt_by_text(ms(10), "no such words"), None);
+        assert_eq!(log.len(), 4, "nothing appended without a match");
+
+        assert_eq!(
+            log.interrupt_by_text(ms(10), "thanks  JONAS i"),
+            Some(older)
+        );
+        assert_eq!(
+            log.events().last().unwrap().event,
+            Event::Interrupted {
+                msg_id: older,
+                heard_text: "Thanks Jonas, I".into()
+            }
+        );
+        // The finished one is never chosen, and the interrupted one is no
+        // longer unfinished.
+        assert_eq!(log.interrupt_by_text(ms(11), "Thanks Jonas"), None);
+        assert_eq!(log.unfinished_utterances(), [latest]);
+        assert_eq!(
+            log.llm_messages(),
+            [
+                assistant("Thanks Jonas, I can help."),
+                assistant("Thanks Jonas, I"),
+                assistant("Is there anything else?"),
+            ]
+        );
+    }
+
+    #[test]
+    fn interrupt_by_text_keeps_original_words_and_trailing_punctuation() {
+        let cases = [
+            (
+                "Thanks Jonas, I can get a tech out.",
+                "thanks jonas",
+                "Thanks Jonas,",
+            ),
+            (
+                "Thanks Jonas, I can get a tech out.",
+                "Thanks Jon",
+                "Thanks Jon",
+            ),
+            ("All done.", "all done", "All done."),
+            ("  Grüße, JÜRGEN! Ça va?", "grüße jürgen", "Grüße, JÜRGEN!"),
+            ("Sure - I can.", "sure", "Sure"),
+            ("Hello there.", "", ""),
+            ("Hello there.", "...", ""),
+        ];
+        for (text, heard, expected) in cases {
+            let mut log = EventLog::new();
+            let id = agent(&mut log, 0, text);
+            assert_eq!(log.interrupt_by_text(ms(1), heard), Some(id), "{text:?}");
+            assert_eq!(
+                log.events()[1].event,
+                Event::Interrupted {
+                    msg_id: id,
+                    heard_text: expected.into()
+                },
+                "{text:?} / {heard:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn interrupt_by_text_with_empty_heard_text_takes_the_latest_unfinished() {
+        let mut log = EventLog::new();
+        let _first = agent(&mut log, 0, "First.");
+        let second = agent(&mut log, 1, "Second.");
+        assert_eq!(log.interrupt_by_text(ms(2), ""), Some(second));
+        assert_eq!(log.llm_messages(), [assistant("First.")]);
+        let mut empty = EventLog::new();
+        assert_eq!(empty.interrupt_by_text(ms(0), ""), None);
+    }
+}

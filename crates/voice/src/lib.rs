@@ -6,6 +6,7 @@
 //! per-call history event log with its projections ([`history`]). Knows
 //! nothing of HVAC, states or business rules.
 
+pub mod accountant;
 pub mod frames;
 pub mod history;
 pub mod inbox;
