@@ -189,6 +189,23 @@ impl Accountant {
         });
     }
 
+    /// Append synthesized text to a queued utterance (a streamed reply is
+    /// synthesized sentence by sentence): `text` is joined to what is
+    /// there with one space, and its `words` (offsets from the start of
+    /// the utterance's audio) are added. Unknown ids are ignored.
+    pub fn extend_text(&mut self, msg_id: MsgId, text: &str, words: &[WordTiming]) {
+        if let Some(u) = self.find_mut(msg_id) {
+            let text = text.trim();
+            if !text.is_empty() {
+                if !u.text.is_empty() {
+                    u.text.push(' ');
+                }
+                u.text.push_str(text);
+            }
+            u.words.extend_from_slice(words);
+        }
+    }
+
     /// Replace the utterance's word timings (offsets from its audio start).
     pub fn set_word_timings(&mut self, msg_id: MsgId, words: Vec<WordTiming>) {
         if let Some(u) = self.find_mut(msg_id) {
@@ -405,6 +422,28 @@ fn prefix_of_chars(text: &str, chars: usize) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn streamed_text_is_accounted_sentence_by_sentence() {
+        let mut a = Accountant::default();
+        let id = MsgId(1);
+        a.queue(id, "");
+        let w = |word: &str, ms| WordTiming {
+            word: word.into(),
+            start: Duration::from_millis(ms),
+        };
+        a.extend_text(id, "Got it.", &[w("Got", 0), w("it.", 300)]);
+        a.extend_text(id, " What's the address?", &[w("What's", 700), w("the", 1000), w("address?", 1200)]);
+        let _ = a.played(id, Duration::from_millis(1100));
+        let out = a.interrupt();
+        assert_eq!(
+            out,
+            vec![Outcome::Interrupted {
+                msg_id: id,
+                heard_text: "Got it. What's the".into()
+            }]
+        );
+    }
 
     const TEXT: &str = "Thanks Jonas, I can get a tech out tomorrow.";
 

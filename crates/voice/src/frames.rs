@@ -71,6 +71,22 @@ pub enum ControlFrame {
     UtteranceProgress { id: UtteranceId, played: Duration },
     /// This utterance was played to its end.
     UtteranceFinished { id: UtteranceId },
+    /// The output cleared its queue after a barge-in: `id` was playing and
+    /// `played` of it had been sent (None: nothing was playing).
+    PlaybackInterrupted {
+        id: Option<UtteranceId>,
+        played: Duration,
+    },
+    /// TTS synthesized `text` as part of utterance `id`; `words` start at
+    /// offsets from the start of the utterance (empty when the vendor gives
+    /// no word timing).
+    SpeechSynthesized {
+        id: UtteranceId,
+        text: Arc<str>,
+        words: Arc<[crate::accountant::WordTiming]>,
+    },
+    /// TTS finished utterance `id`: `total` of audio in all.
+    SynthesisDone { id: UtteranceId, total: Duration },
     /// A stage met an error it could not handle; the call goes on.
     Error {
         stage: &'static str,
@@ -230,6 +246,9 @@ impl Frame {
                 ControlFrame::UtteranceStarted { .. } => "utterance_started",
                 ControlFrame::UtteranceProgress { .. } => "utterance_progress",
                 ControlFrame::UtteranceFinished { .. } => "utterance_finished",
+                ControlFrame::PlaybackInterrupted { .. } => "playback_interrupted",
+                ControlFrame::SpeechSynthesized { .. } => "speech_synthesized",
+                ControlFrame::SynthesisDone { .. } => "synthesis_done",
                 ControlFrame::Error { .. } => "error",
                 ControlFrame::Custom(_) => "custom_control",
             },

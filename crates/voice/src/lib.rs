@@ -7,6 +7,7 @@
 //! nothing of HVAC, states or business rules.
 
 pub mod accountant;
+pub mod floor;
 pub mod frames;
 pub mod history;
 pub mod inbox;
@@ -14,6 +15,7 @@ pub mod observe;
 pub mod passthrough;
 pub mod pipeline;
 pub mod scope;
+pub mod stages;
 pub mod stage;
 
 pub use frames::{Audio, ControlFrame, Data, DataFrame, Epoch, Frame, SystemFrame, UtteranceId};

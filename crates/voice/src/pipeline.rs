@@ -139,6 +139,7 @@ impl PipelineBuilder {
         Pipeline {
             input,
             tail: tail_rx,
+            controls,
             scope: self.scope,
             handles,
             names,
@@ -169,6 +170,7 @@ pub struct StopReport {
 pub struct Pipeline {
     input: Option<Sender>,
     tail: Option<Receiver>,
+    controls: Vec<crate::inbox::ControlHandle>,
     scope: Arc<CallScope>,
     handles: Vec<JoinHandle<()>>,
     names: Vec<&'static str>,
@@ -190,6 +192,27 @@ impl Pipeline {
     /// [`PipelineBuilder::tail`]).
     pub fn tail(&mut self) -> Option<&mut Receiver> {
         self.tail.as_mut()
+    }
+
+    /// Take the tail receiver (e.g. for the output's player).
+    pub fn take_tail(&mut self) -> Option<Receiver> {
+        self.tail.take()
+    }
+
+    /// The control handle of stage `index` (for frames sent to it from
+    /// outside the pipeline, such as the player's upstream reports).
+    pub fn stage_control(&self, index: usize) -> Option<crate::inbox::ControlHandle> {
+        self.controls.get(index).cloned()
+    }
+
+    /// Number of stages.
+    pub fn len(&self) -> usize {
+        self.controls.len()
+    }
+
+    /// Whether the pipeline has no stages.
+    pub fn is_empty(&self) -> bool {
+        self.controls.is_empty()
     }
 
     /// The call scope shared by every stage.

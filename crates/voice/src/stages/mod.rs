@@ -1,0 +1,30 @@
+//! The stages of a voice call, in pipeline order:
+//!
+//! ```text
+//! input ─▶ mulaw ─▶ vad ─▶ stt ─▶ turn ─▶ (conversation: the application)
+//!        ─▶ llm ─▶ sentences ─▶ tts ─▶ resample ─▶ output ─▶ player ─▶ wire
+//! ```
+//!
+//! STT, LLM and TTS are traits here ([`stt::Stt`], [`llm::Llm`],
+//! [`tts::Tts`]); vendors implement them elsewhere, and the test kit
+//! (`testkit`, feature "testing") has symmetric mocks.
+
+pub mod llm;
+pub mod mulaw;
+pub mod output;
+pub mod resample;
+pub mod sentences;
+pub mod stt;
+pub mod tts;
+pub mod turn;
+pub mod vad;
+
+use std::future::poll_fn;
+use std::pin::Pin;
+
+/// The next item of a boxed stream.
+pub(crate) async fn next<T>(
+    s: &mut Pin<Box<dyn futures_core::Stream<Item = T> + Send>>,
+) -> Option<T> {
+    poll_fn(|cx| s.as_mut().poll_next(cx)).await
+}

@@ -1,0 +1,251 @@
+//! The output: the last stage and the player behind it.
+//!
+//! [`OutputStage`] hands agent audio into a small bounded queue (the
+//! pipeline's tail). The [`Player`] takes it from there at real-time pace —
+//! one frame (20 ms) per tick — into an [`AudioSink`] (the Twilio socket,
+//! the console, the test harness's ear). The queue bounds how much audio
+//! waits ahead of playback (backpressure in time: its capacity in frames
+//! times the frame length, about 0.5 s), so a barge-in has little to throw
+//! away.
+//!
+//! On a barge-in the player drops every stale frame still queued, tells the
+//! sink to clear what the far end buffered (Twilio `clear`), and reports
+//! upstream which utterance was cut and how much of it had been played
+//! ([`ControlFrame::PlaybackInterrupted`]) — the conversation turns that
+//! into what the caller heard.
+
+use crate::floor::Floor;
+use crate::frames::{Audio, ControlFrame, Data, Epoch, Frame, UtteranceId};
+use crate::inbox::{ControlHandle, Receiver};
+use crate::scope::CallScope;
+use crate::stage::{Ctx, Direction, Stage};
+use bytes::Bytes;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::time::Instant;
+
+/// Where agent audio goes.
+pub trait AudioSink: Send + 'static {
+    /// Send one frame of agent audio (PCM16) to the caller.
+    fn play(&mut self, audio: &Audio, id: UtteranceId, epoch: Epoch);
+    /// Drop what the far end has buffered (barge-in).
+    fn clear(&mut self);
+}
+
+/// The last stage: agent audio and utterance ends go to the player; frames
+/// the player sends upstream pass on up.
+#[derive(Debug, Default)]
+pub struct OutputStage;
+
+impl Stage for OutputStage {
+    fn name(&self) -> &'static str {
+        "output"
+    }
+    fn handle(&mut self, frame: Frame, dir: Direction, ctx: &mut Ctx<'_>) {
+        match frame {
+            Frame::Data(d) => match d.data {
+                Data::OutputAudio { .. } | Data::SpeakEnd { .. } => ctx.push(Frame::Data(d)),
+                _ => {}
+            },
+            f @ Frame::Control(_) if dir == Direction::Upstream => ctx.push_up(f),
+            _ => {}
+        }
+    }
+}
+
+/// Frames of agent audio the output queue holds: 25 × 20 ms = 0.5 s.
+pub const OUTPUT_QUEUE_FRAMES: usize = 25;
+
+struct Current {
+    id: UtteranceId,
+    epoch: Epoch,
+    bytes: Bytes,
+    pos: usize,
+    rate: u32,
+}
+
+/// Plays the output queue into a sink at real-time pace.
+pub struct Player<S> {
+    sink: S,
+    rx: Receiver,
+    up: ControlHandle,
+    scope: Arc<CallScope>,
+    floor: Arc<Floor>,
+    frame: Duration,
+    cur: Option<Current>,
+    playing: Option<(UtteranceId, Duration)>,
+    speaking: bool,
+    next_tick: Instant,
+}
+
+impl<S: AudioSink> Player<S> {
+    /// `rx` is the pipeline's tail; `up` the output stage's control handle.
+    pub fn new(
+        sink: S,
+        rx: Receiver,
+        up: ControlHandle,
+        scope: Arc<CallScope>,
+        floor: Arc<Floor>,
+    ) -> Self {
+        Player {
+            sink,
+            rx,
+            up,
+            scope,
+            floor,
+            frame: Duration::from_millis(20),
+            cur: None,
+            playing: None,
+            speaking: false,
+            next_tick: Instant::now(),
+        }
+    }
+
+    fn up(&self, c: ControlFrame) {
+        let _ = self.up.push(Frame::Control(c));
+    }
+
+    fn stop_speaking(&mut self) {
+        if self.speaking {
+            self.speaking = false;
+            self.floor.set_bot_speaking(false);
+            self.up(ControlFrame::BotStoppedSpeaking);
+        }
+    }
+
+    fn interrupt(&mut self, epoch: Epoch) {
+        self.rx.purge_stale(|f| f.is_stale(epoch));
+        if self.cur.as_ref().is_some_and(|c| c.epoch < epoch) {
+            self.cur = None;
+        }
+        self.sink.clear();
+        let (id, played) = match self.playing.take() {
+            Some((id, played)) => (Some(id), played),
+            None => (None, Duration::ZERO),
+        };
+        self.up(ControlFrame::PlaybackInterrupted { id, played });
+        self.stop_speaking();
+    }
+
+    /// Returns false when the queue ended.
+    fn take(&mut self, frame: Frame) -> bool {
+        if frame.is_stale(self.scope.epoch()) {
+            return true;
+        }
+        match frame {
+            Frame::Data(d) => match d.data {
+                Data::OutputAudio { id, audio } => {
+                    if self.playing.map(|p| p.0) != Some(id) {
+                        self.up(ControlFrame::UtteranceStarted { id });
+                        self.playing = Some((id, Duration::ZERO));
+                    }
+                    if !self.speaking {
+                        self.speaking = true;
+                        self.floor.set_bot_speaking(true);
+                        self.up(ControlFrame::BotStartedSpeaking);
+                        self.next_tick = self.next_tick.max(Instant::now());
+                    }
+                    self.cur = Some(Current {
+                        id,
+                        epoch: d.epoch,
+                        bytes: audio.bytes,
+                        pos: 0,
+                        rate: audio.rate,
+                    });
+                }
+                Data::SpeakEnd { id } => {
+                    match self.playing {
+                        Some((pid, played)) if pid == id => {
+                            self.up(ControlFrame::UtteranceProgress { id, played });
+                            self.playing = None;
+                        }
+                        _ => self.up(ControlFrame::UtteranceStarted { id }),
+                    }
+                    self.up(ControlFrame::UtteranceFinished { id });
+                }
+                _ => {}
+            },
+            Frame::Control(ControlFrame::End) => return false,
+            _ => {}
+        }
+        true
+    }
+
+    fn play_one(&mut self) {
+        let Some(cur) = self.cur.as_mut() else { return };
+        let per_frame =
+            ((u64::from(cur.rate) * self.frame.as_micros() as u64 / 1_000_000) as usize * 2).max(2);
+        let end = (cur.pos + per_frame).min(cur.bytes.len());
+        let chunk = Audio::pcm16(cur.bytes.slice(cur.pos..end), cur.rate);
+        cur.pos = end;
+        let (id, epoch) = (cur.id, cur.epoch);
+        if cur.pos >= cur.bytes.len() {
+            self.cur = None;
+        }
+        let d = chunk.duration();
+        self.sink.play(&chunk, id, epoch);
+        if let Some((pid, played)) = self.playing.as_mut() {
+            if *pid == id {
+                *played += d;
+            }
+        }
+        self.next_tick += d;
+    }
+
+    /// Play until the queue ends or the call is cancelled; returns the sink.
+    pub async fn run(mut self) -> S {
+        let mut seen = self.scope.epoch();
+        let cancel = self.scope.call_token().clone();
+        loop {
+            let changed = self.scope.epoch_changed();
+            if cancel.is_cancelled() {
+                break;
+            }
+            let epoch = self.scope.epoch();
+            if epoch != seen {
+                seen = epoch;
+                self.interrupt(epoch);
+                continue;
+            }
+            if self.cur.is_some() {
+                tokio::select! {
+                    biased;
+                    _ = cancel.cancelled() => break,
+                    _ = changed => continue,
+                    _ = tokio::time::sleep_until(self.next_tick) => self.play_one(),
+                }
+                continue;
+            }
+            if let Some(f) = self.rx.try_recv() {
+                if !self.take(f) {
+                    break;
+                }
+                continue;
+            }
+            if self.speaking {
+                tokio::select! {
+                    biased;
+                    _ = cancel.cancelled() => break,
+                    _ = changed => continue,
+                    f = self.rx.recv() => match f {
+                        Some(f) => if !self.take(f) { break },
+                        None => break,
+                    },
+                    _ = tokio::time::sleep_until(self.next_tick) => self.stop_speaking(),
+                }
+            } else {
+                tokio::select! {
+                    biased;
+                    _ = cancel.cancelled() => break,
+                    _ = changed => continue,
+                    f = self.rx.recv() => match f {
+                        Some(f) => if !self.take(f) { break },
+                        None => break,
+                    },
+                }
+            }
+        }
+        self.stop_speaking();
+        self.sink
+    }
+}

@@ -1,0 +1,97 @@
+//! Speech to text. A vendor implements [`Stt`]: synchronous results are
+//! returned from [`Stt::push_audio`]; a streaming vendor keeps the
+//! [`TranscriptOut`] given at start and sends results from its own task.
+//! Caller audio ends here (nothing after the STT needs it).
+
+use crate::frames::{Audio, Data, Frame, SystemFrame};
+use crate::inbox::Sender;
+use crate::stage::{Ctx, Direction, Stage};
+use std::sync::Arc;
+
+/// One speech-to-text result.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Transcript {
+    pub text: String,
+    pub is_final: bool,
+}
+
+/// Where a streaming STT sends results from its own task.
+#[derive(Clone)]
+pub struct TranscriptOut {
+    tx: Sender,
+}
+
+impl TranscriptOut {
+    /// Send a result into the pipeline (waits when the stage is backed up;
+    /// results are never dropped).
+    pub async fn send(&self, t: Transcript) -> bool {
+        let frame = Frame::data(
+            0,
+            Data::Transcript {
+                text: Arc::from(t.text),
+                is_final: t.is_final,
+            },
+        );
+        self.tx.send(frame).await.is_ok()
+    }
+}
+
+/// A speech-to-text engine for one call.
+pub trait Stt: Send + 'static {
+    /// The pipeline started; streaming vendors keep `out`.
+    fn start(&mut self, _out: TranscriptOut) {}
+    /// Caller audio (PCM16); results available right away.
+    fn push_audio(&mut self, audio: &Audio) -> Vec<Transcript>;
+    /// The call is ending.
+    fn finish(&mut self) -> Vec<Transcript> {
+        Vec::new()
+    }
+}
+
+/// The STT stage.
+pub struct SttStage<S> {
+    stt: S,
+}
+
+impl<S: Stt> SttStage<S> {
+    pub fn new(stt: S) -> Self {
+        SttStage { stt }
+    }
+}
+
+fn push_all(ctx: &mut Ctx<'_>, ts: Vec<Transcript>) {
+    for t in ts {
+        ctx.push(Frame::data(
+            0,
+            Data::Transcript {
+                text: Arc::from(t.text),
+                is_final: t.is_final,
+            },
+        ));
+    }
+}
+
+impl<S: Stt> Stage for SttStage<S> {
+    fn name(&self) -> &'static str {
+        "stt"
+    }
+    fn handle(&mut self, frame: Frame, dir: Direction, ctx: &mut Ctx<'_>) {
+        match frame {
+            Frame::System(SystemFrame::Start) => self.stt.start(TranscriptOut {
+                tx: ctx.self_sender(),
+            }),
+            Frame::Data(d) => match &d.data {
+                Data::InputAudio(a) => {
+                    let ts = self.stt.push_audio(a);
+                    push_all(ctx, ts);
+                }
+                _ => ctx.push(Frame::Data(d)),
+            },
+            Frame::Control(crate::frames::ControlFrame::End) => {
+                let ts = self.stt.finish();
+                push_all(ctx, ts);
+            }
+            f => ctx.pass(f, dir),
+        }
+    }
+}
