@@ -4,3 +4,4 @@
 //! and WAV helpers follow (issue 3).
 
 pub mod mulaw;
+pub mod resample;
