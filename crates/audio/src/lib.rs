@@ -5,3 +5,4 @@
 
 pub mod mulaw;
 pub mod resample;
+pub mod vad;

@@ -205,9 +205,10 @@ impl Engine {
             SequentialSlice::new(&self.pending[..], 1, self.block_in),
             SequentialSlice::new_mut(&mut self.out_block[..], 1, self.block_out),
         ) {
-            (Ok(input), Ok(mut output)) => {
-                self.fft.process_into_buffer(&input, &mut output, None).is_ok()
-            }
+            (Ok(input), Ok(mut output)) => self
+                .fft
+                .process_into_buffer(&input, &mut output, None)
+                .is_ok(),
             _ => false,
         };
         if !ok {
@@ -354,7 +355,9 @@ impl Resampler {
             }
             Some(engine) => {
                 out.reserve(2 * engine.max_output_for(rest.len() / 2 + 1));
-                engine.feed(samples, &mut |s: i16| out.extend_from_slice(&s.to_le_bytes()));
+                engine.feed(samples, &mut |s: i16| {
+                    out.extend_from_slice(&s.to_le_bytes())
+                });
             }
         }
     }
@@ -484,7 +487,10 @@ mod tests {
             ResampleError::UnsupportedRate { rate: 0 }
         );
         let msg = Resampler::new(48_000, 8_000).unwrap_err().to_string();
-        assert!(msg.contains("48000") && msg.contains("8000, 16000, 24000"), "{msg}");
+        assert!(
+            msg.contains("48000") && msg.contains("8000, 16000, 24000"),
+            "{msg}"
+        );
         assert!(resample_all(8_000, 11_025, &[]).is_err());
     }
 
@@ -576,7 +582,10 @@ mod tests {
             // Away from the edges the amplitude is preserved.
             let mid = &out[out.len() / 4..out.len() * 3 / 4];
             let amp = max_abs(mid);
-            assert!((15_500..=16_500).contains(&amp), "{a}->{b}: amplitude {amp}");
+            assert!(
+                (15_500..=16_500).contains(&amp),
+                "{a}->{b}: amplitude {amp}"
+            );
         }
     }
 
@@ -630,7 +639,11 @@ mod tests {
         let mut out = Vec::new();
         rs.process_pcm16le(&[1, 2, 3], &mut out);
         rs.flush(&mut out);
-        assert_eq!(out.len(), 2, "one input sample -> round(0.5) = 1 output sample");
+        assert_eq!(
+            out.len(),
+            2,
+            "one input sample -> round(0.5) = 1 output sample"
+        );
     }
 
     #[test]
@@ -663,7 +676,11 @@ mod tests {
         for (i, chunk) in input.chunks(320).enumerate() {
             out.clear();
             rs.process_i16(chunk, &mut out);
-            let want = if i == 0 { 160 - rs.latency_samples() } else { 160 };
+            let want = if i == 0 {
+                160 - rs.latency_samples()
+            } else {
+                160
+            };
             assert_eq!(out.len(), want, "chunk {i}");
             assert_eq!(rs.buffered_input_samples(), 0);
         }
@@ -690,7 +707,13 @@ mod tests {
         // A full-scale square wave overshoots after filtering (Gibbs); the
         // output must clip, not wrap around.
         let sq: Vec<i16> = (0..4_800)
-            .map(|i| if (i / 40) % 2 == 0 { i16::MAX } else { i16::MIN })
+            .map(|i| {
+                if (i / 40) % 2 == 0 {
+                    i16::MAX
+                } else {
+                    i16::MIN
+                }
+            })
             .collect();
         let mut rs = Resampler::new(8_000, 24_000).unwrap();
         let mut out = Vec::new();
