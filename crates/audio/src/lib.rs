@@ -6,3 +6,4 @@
 pub mod mulaw;
 pub mod resample;
 pub mod vad;
+pub mod wav;
