@@ -463,7 +463,7 @@ mod tests {
             (b"OggS\x00\x00\x00\x00WAVE".to_vec(), NotRiff),
             (b"RIFF\x04\x00\x00\x00AVI ".to_vec(), NotWave),
             (riff(&[]), MissingFmt),
-            (riff(&[fmt_pcm.clone()]), MissingData),
+            (riff(std::slice::from_ref(&fmt_pcm)), MissingData),
             (riff(&[chunk(b"data", &[0, 0])]), MissingFmt),
             (
                 riff(&[chunk(b"fmt ", &fmt(FORMAT_PCM, 1, 8_000, 16)[..10])]),
