@@ -16,6 +16,8 @@ pub mod passthrough;
 pub mod pipeline;
 pub mod scope;
 pub mod stages;
+#[cfg(feature = "testing")]
+pub mod testkit;
 pub mod stage;
 
 pub use frames::{Audio, ControlFrame, Data, DataFrame, Epoch, Frame, SystemFrame, UtteranceId};

@@ -196,8 +196,9 @@ impl<S: AudioSink> Player<S> {
     pub async fn run(mut self) -> S {
         let mut seen = self.scope.epoch();
         let cancel = self.scope.call_token().clone();
+        let scope = self.scope.clone();
         loop {
-            let changed = self.scope.epoch_changed();
+            let changed = scope.epoch_changed();
             if cancel.is_cancelled() {
                 break;
             }

@@ -1,0 +1,94 @@
+//! The caller's ear: an [`AudioSink`] that records every frame played (with
+//! its time, utterance and epoch) and decodes the words heard.
+
+use super::codec::{decode, from_bytes, Decoded};
+use crate::frames::{Audio, Epoch, UtteranceId};
+use crate::stages::output::AudioSink;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::time::Instant;
+
+/// One frame that reached the caller.
+#[derive(Clone, Debug, PartialEq)]
+pub struct HeardFrame {
+    pub at: Instant,
+    pub id: UtteranceId,
+    pub epoch: Epoch,
+    pub duration: Duration,
+    /// The word this frame starts, if any.
+    pub word: Option<String>,
+}
+
+/// Everything the caller heard.
+#[derive(Clone, Debug, Default)]
+pub struct EarLog {
+    pub frames: Vec<HeardFrame>,
+    /// When the output was told to clear (barge-in).
+    pub clears: Vec<Instant>,
+}
+
+impl EarLog {
+    /// The words of utterance `id` that reached the caller, joined.
+    pub fn heard_text(&self, id: UtteranceId) -> String {
+        self.frames
+            .iter()
+            .filter(|f| f.id == id)
+            .filter_map(|f| f.word.clone())
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+    /// Utterance ids in the order they were first heard.
+    pub fn utterances(&self) -> Vec<UtteranceId> {
+        let mut ids = Vec::new();
+        for f in &self.frames {
+            if ids.last() != Some(&f.id) && !ids.contains(&f.id) {
+                ids.push(f.id);
+            }
+        }
+        ids
+    }
+    /// When utterance `id` was first / last heard.
+    pub fn span(&self, id: UtteranceId) -> Option<(Instant, Instant)> {
+        let mut it = self.frames.iter().filter(|f| f.id == id);
+        let first = it.next()?;
+        let last = it.last().unwrap_or(first);
+        Some((first.at, last.at + last.duration))
+    }
+}
+
+/// The sink side (clone it to keep reading while the call runs).
+#[derive(Clone, Default)]
+pub struct Ear {
+    pub log: Arc<Mutex<EarLog>>,
+}
+
+impl Ear {
+    /// A copy of what was heard so far.
+    pub fn snapshot(&self) -> EarLog {
+        self.log.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+}
+
+impl AudioSink for Ear {
+    fn play(&mut self, audio: &Audio, id: UtteranceId, epoch: Epoch) {
+        let word = match decode(&from_bytes(&audio.bytes)) {
+            Decoded::Word(w) => Some(w),
+            _ => None,
+        };
+        let f = HeardFrame {
+            at: Instant::now(),
+            id,
+            epoch,
+            duration: audio.duration(),
+            word,
+        };
+        self.log.lock().unwrap_or_else(|e| e.into_inner()).frames.push(f);
+    }
+    fn clear(&mut self) {
+        self.log
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clears
+            .push(Instant::now());
+    }
+}
