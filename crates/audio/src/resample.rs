@@ -29,6 +29,8 @@
 //! telephone band passes) and about 7.66 kHz for 16 ↔ 24 kHz. A 10 ms block
 //! would halve the delay but pull the cutoff down to ≈ 3.3 kHz, inside the
 //! telephone band; a 40 ms block would buy little quality for twice the delay.
+//! Cost: about 2 µs of CPU per 20 ms chunk in a release build (16 → 8 kHz
+//! and 24 → 8 kHz, measured on a 2-core dev VM), i.e. ~10 000× real time.
 //!
 //! # Delay, alignment and length
 //!
