@@ -34,7 +34,7 @@ use crate::machine::{Action, Policy, Speak, StateMachine};
 use crate::profile::BusinessProfile;
 use crate::prompts::{passes_booking_filter, system_prompt, Canned};
 use crate::responder::{ChatMessage, ChatRole};
-use crate::session::{HistoryMessage, Session, TranscriptEntry};
+use crate::session::{HistoryMessage, Role, Session, TranscriptEntry};
 use crate::state::{State, Tool};
 use chrono::{DateTime, FixedOffset, TimeZone, Utc};
 use serde_json::Value;
@@ -112,6 +112,10 @@ pub enum Input {
     },
     /// Log assistant messages added since the last capture as agent lines.
     CaptureAgentResponses,
+    /// The caller cut off the agent line `said`; they heard `heard` (may be
+    /// empty). The transcript line and the LLM context keep only what was
+    /// heard; the line is marked interrupted.
+    AgentInterrupted { said: String, heard: String },
     /// The end-of-call capture (same as [`Input::CaptureAgentResponses`]).
     FlushTranscript,
     /// The audio output finished playing everything queued so far.
@@ -354,6 +358,7 @@ impl<P: Policy> Engine<P> {
                 content: text,
             }),
             Input::CaptureAgentResponses | Input::FlushTranscript => self.capture(now),
+            Input::AgentInterrupted { said, heard } => self.agent_interrupted(&said, &heard),
             Input::BotStoppedSpeaking => {
                 self.arm_idle(now, out);
                 if let Some(h) = self.hangup.as_mut() {
@@ -864,6 +869,34 @@ impl<P: Policy> Engine<P> {
                 from: before,
                 to: after,
             });
+        }
+    }
+
+    fn agent_interrupted(&mut self, said: &str, heard: &str) {
+        let heard = heard.trim();
+        if let Some(i) = self
+            .context
+            .iter()
+            .rposition(|m| m.role == ChatRole::Assistant && m.content == said)
+        {
+            if heard.is_empty() {
+                self.context.remove(i);
+                if self.cursor > i {
+                    self.cursor -= 1;
+                }
+            } else {
+                self.context[i].content = heard.to_string();
+            }
+        }
+        if let Some(e) = self
+            .session
+            .transcript_log
+            .iter_mut()
+            .rev()
+            .find(|e| e.role == Role::Agent && e.content.as_deref() == Some(said))
+        {
+            e.content = Some(heard.to_string());
+            e.interrupted = true;
         }
     }
 

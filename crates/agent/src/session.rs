@@ -35,6 +35,9 @@ pub struct TranscriptEntry {
     pub timestamp: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub state: Option<String>,
+    /// An agent line the caller cut off: `content` is what they heard.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub interrupted: bool,
 }
 
 impl TranscriptEntry {
@@ -46,6 +49,7 @@ impl TranscriptEntry {
             result: None,
             timestamp: Some(timestamp),
             state: Some(state.to_string()),
+            interrupted: false,
         }
     }
 
@@ -57,6 +61,7 @@ impl TranscriptEntry {
             result: None,
             timestamp: Some(timestamp),
             state: Some(state.to_string()),
+            interrupted: false,
         }
     }
 
@@ -68,6 +73,7 @@ impl TranscriptEntry {
             result: Some(result),
             timestamp: Some(timestamp),
             state: Some(state.to_string()),
+            interrupted: false,
         }
     }
 }

@@ -27,11 +27,16 @@ fn role_name(role: Role) -> &'static str {
 }
 
 /// Plain text: `Agent: …` / `Caller: …` / `[Tool: name]`, one line per entry,
-/// joined by `\n`; other roles are skipped; an empty log gives "".
+/// joined by `\n`; other roles are skipped; an empty log gives "". An agent
+/// line the caller cut off shows what they heard, marked.
 pub fn to_plain_text(log: &[TranscriptEntry]) -> String {
     let mut lines: Vec<String> = Vec::with_capacity(log.len());
     for e in log {
         match e.role {
+            Role::Agent if e.interrupted => lines.push(format!(
+                "Agent: {} [cut off by the caller]",
+                e.content.as_deref().unwrap_or("")
+            )),
             Role::Agent => lines.push(format!("Agent: {}", e.content.as_deref().unwrap_or(""))),
             Role::User => lines.push(format!("Caller: {}", e.content.as_deref().unwrap_or(""))),
             Role::Tool => lines.push(format!(
