@@ -115,7 +115,10 @@ pub enum Input {
     /// The caller cut off the agent line `said`; they heard `heard` (may be
     /// empty). The transcript line and the LLM context keep only what was
     /// heard; the line is marked interrupted.
-    AgentInterrupted { said: String, heard: String },
+    AgentInterrupted {
+        said: String,
+        heard: String,
+    },
     /// The end-of-call capture (same as [`Input::CaptureAgentResponses`]).
     FlushTranscript,
     /// The audio output finished playing everything queued so far.

@@ -6,6 +6,8 @@
 pub mod config;
 pub mod demo;
 pub mod display;
+pub mod harness;
 pub mod record;
 pub mod script;
 pub mod sim;
+pub mod voice_call;

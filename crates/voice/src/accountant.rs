@@ -433,7 +433,11 @@ mod tests {
             start: Duration::from_millis(ms),
         };
         a.extend_text(id, "Got it.", &[w("Got", 0), w("it.", 300)]);
-        a.extend_text(id, " What's the address?", &[w("What's", 700), w("the", 1000), w("address?", 1200)]);
+        a.extend_text(
+            id,
+            " What's the address?",
+            &[w("What's", 700), w("the", 1000), w("address?", 1200)],
+        );
         let _ = a.played(id, Duration::from_millis(1100));
         let out = a.interrupt();
         assert_eq!(

@@ -15,10 +15,10 @@ pub mod observe;
 pub mod passthrough;
 pub mod pipeline;
 pub mod scope;
+pub mod stage;
 pub mod stages;
 #[cfg(feature = "testing")]
 pub mod testkit;
-pub mod stage;
 
 pub use frames::{Audio, ControlFrame, Data, DataFrame, Epoch, Frame, SystemFrame, UtteranceId};
 pub use pipeline::{Lifecycle, Pipeline, PipelineBuilder, StopReport};

@@ -7,7 +7,9 @@
 //! stage tells the conversation upstream with an [`LlmReply`].
 
 use super::next;
-use crate::frames::{ControlFrame, Custom, Data, Epoch, Frame, SystemFrame, UtteranceId, UtteranceText};
+use crate::frames::{
+    ControlFrame, Custom, Data, Epoch, Frame, SystemFrame, UtteranceId, UtteranceText,
+};
 use crate::stage::{Ctx, Direction, Stage};
 use futures_core::Stream;
 use std::pin::Pin;

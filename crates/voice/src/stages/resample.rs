@@ -65,7 +65,10 @@ impl Stage for ResampleStage {
                         self.buf.clear();
                         r.process_pcm16le(&audio.bytes, &mut self.buf);
                         if !self.buf.is_empty() {
-                            let out = Audio::pcm16(bytes::Bytes::copy_from_slice(&self.buf), self.out_rate);
+                            let out = Audio::pcm16(
+                                bytes::Bytes::copy_from_slice(&self.buf),
+                                self.out_rate,
+                            );
                             ctx.push(Frame::data(d.epoch, Data::OutputAudio { id, audio: out }));
                         }
                     }

@@ -128,7 +128,10 @@ impl TtsStage {
                     ctx.spawn(token, move |tx| async move {
                         let mut stream = stream;
                         let wrap = |report| {
-                            Frame::data(epoch, Data::Custom(Custom::new(FromTask { job: seq, report })))
+                            Frame::data(
+                                epoch,
+                                Data::Custom(Custom::new(FromTask { job: seq, report })),
+                            )
                         };
                         while let Some(item) = next(&mut stream).await {
                             let report = match item {

@@ -39,7 +39,8 @@ pub fn encode(text: &str, rate: u32, chars_per_second: f64) -> (Vec<i16>, Vec<Wo
     let mut samples = Vec::new();
     let mut words = Vec::new();
     for word in text.split_whitespace() {
-        let start = Duration::from_micros(samples.len() as u64 * 1_000_000 / u64::from(rate.max(1)));
+        let start =
+            Duration::from_micros(samples.len() as u64 * 1_000_000 / u64::from(rate.max(1)));
         words.push(WordTiming {
             word: word.to_string(),
             start,
@@ -115,14 +116,22 @@ mod tests {
             .collect();
         assert_eq!(decoded, ["My", "AC", "is", "broken."]);
         assert_eq!(decode(&silence(8000)), Decoded::Silence);
-        assert_eq!(decode(&samples[FRAME_SAMPLES_8K..2 * FRAME_SAMPLES_8K]), Decoded::Voice);
+        assert_eq!(
+            decode(&samples[FRAME_SAMPLES_8K..2 * FRAME_SAMPLES_8K]),
+            Decoded::Voice
+        );
         // "My" = 3 chars at 15/s = 0.2 s = 10 frames.
         assert_eq!(words[1].start, Duration::from_millis(200));
     }
 
     #[test]
     fn odd_frames_never_panic() {
-        for f in [&[][..], &[WORD_MARK][..], &[WORD_MARK, 500, 1][..], &[WORD_MARK, -4][..]] {
+        for f in [
+            &[][..],
+            &[WORD_MARK][..],
+            &[WORD_MARK, 500, 1][..],
+            &[WORD_MARK, -4][..],
+        ] {
             let _ = decode(f);
         }
     }

@@ -23,8 +23,9 @@ pub struct HeardFrame {
 #[derive(Clone, Debug, Default)]
 pub struct EarLog {
     pub frames: Vec<HeardFrame>,
-    /// When the output was told to clear (barge-in).
-    pub clears: Vec<Instant>,
+    /// When the output was told to clear (barge-in), and how many frames
+    /// had been heard by then.
+    pub clears: Vec<(Instant, usize)>,
 }
 
 impl EarLog {
@@ -82,13 +83,15 @@ impl AudioSink for Ear {
             duration: audio.duration(),
             word,
         };
-        self.log.lock().unwrap_or_else(|e| e.into_inner()).frames.push(f);
-    }
-    fn clear(&mut self) {
         self.log
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .clears
-            .push(Instant::now());
+            .frames
+            .push(f);
+    }
+    fn clear(&mut self) {
+        let mut log = self.log.lock().unwrap_or_else(|e| e.into_inner());
+        let n = log.frames.len();
+        log.clears.push((Instant::now(), n));
     }
 }

@@ -95,12 +95,20 @@ impl Llm for MockLlm {
         let mut items: Vec<(Duration, Result<LlmEvent, LlmError>)> = Vec::new();
         let mut first = true;
         for (name, arguments) in reply.tool_calls {
-            let d = if first { reply.first_token } else { Duration::ZERO };
+            let d = if first {
+                reply.first_token
+            } else {
+                Duration::ZERO
+            };
             first = false;
             items.push((d, Ok(LlmEvent::ToolCall { name, arguments })));
         }
         for t in reply.tokens {
-            let d = if first { reply.first_token } else { reply.per_token };
+            let d = if first {
+                reply.first_token
+            } else {
+                reply.per_token
+            };
             first = false;
             items.push((d, Ok(LlmEvent::Text(t))));
         }

@@ -16,6 +16,8 @@ struct Shared {
     voiced_at: Vec<Instant>,
     /// Time the last voiced frame was sent.
     last_voiced: Option<Instant>,
+    /// Each stretch of speech: first voiced frame sent, end of the last.
+    stretches: Vec<(Instant, Instant)>,
     hung_up: bool,
 }
 
@@ -36,6 +38,7 @@ impl Mouth {
             queue: VecDeque::new(),
             voiced_at: Vec::new(),
             last_voiced: None,
+            stretches: Vec::new(),
             hung_up: false,
         }));
         let drained = Arc::new(Notify::new());
@@ -56,8 +59,12 @@ impl Mouth {
                     let f = s.queue.pop_front();
                     if f.is_some() {
                         let now = Instant::now();
+                        let end = now + Duration::from_millis(20);
                         if !was_speaking {
                             s.voiced_at.push(now);
+                            s.stretches.push((now, end));
+                        } else if let Some(last) = s.stretches.last_mut() {
+                            last.1 = end;
                         }
                         s.last_voiced = Some(now);
                     }
@@ -120,13 +127,28 @@ impl Mouth {
             .clone()
     }
 
+    /// Every stretch of speech (first voiced frame, end of the last one).
+    pub fn stretches(&self) -> Vec<(Instant, Instant)> {
+        self.shared
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .stretches
+            .clone()
+    }
+
     /// When the last voiced frame was sent.
     pub fn last_voiced(&self) -> Option<Instant> {
-        self.shared.lock().unwrap_or_else(|e| e.into_inner()).last_voiced
+        self.shared
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .last_voiced
     }
 
     /// Stop sending (the caller hung up).
     pub fn hang_up(&self) {
-        self.shared.lock().unwrap_or_else(|e| e.into_inner()).hung_up = true;
+        self.shared
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .hung_up = true;
     }
 }

@@ -130,10 +130,7 @@ impl SpeechDetector for CodecDetector {
         for frame in self.framer.frames(audio) {
             let voiced = decode(&frame) != Decoded::Silence;
             let c = if voiced { 1.0 } else { 0.0 };
-            if let Some(e) = self
-                .hysteresis
-                .update(c, c, Duration::from_millis(20))
-            {
+            if let Some(e) = self.hysteresis.update(c, c, Duration::from_millis(20)) {
                 out.push(e);
             }
         }

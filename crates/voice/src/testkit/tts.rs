@@ -60,10 +60,19 @@ impl Tts for MockTts {
             return Box::pin(ScriptedStream::new(items, on_end));
         }
         let (samples, words) = encode(text, self.rate, self.chars_per_second);
-        let per = |i: usize| -> usize { words.get(i).map(|w| (w.start.as_micros() as u64 * u64::from(self.rate) / 1_000_000) as usize).unwrap_or(samples.len()) };
+        let per = |i: usize| -> usize {
+            words
+                .get(i)
+                .map(|w| (w.start.as_micros() as u64 * u64::from(self.rate) / 1_000_000) as usize)
+                .unwrap_or(samples.len())
+        };
         let mut items: Vec<(Duration, Result<TtsEvent, TtsError>)> = Vec::new();
         for (i, w) in words.iter().enumerate() {
-            let delay = if i == 0 { self.first_audio } else { Duration::ZERO };
+            let delay = if i == 0 {
+                self.first_audio
+            } else {
+                Duration::ZERO
+            };
             items.push((delay, Ok(TtsEvent::Word(w.clone()))));
             let chunk = &samples[per(i)..per(i + 1)];
             items.push((
