@@ -123,6 +123,10 @@ pub enum Input {
     FlushTranscript,
     /// The audio output finished playing everything queued so far.
     BotStoppedSpeaking,
+    /// The audio output is still playing (progress). A pending hang-up's
+    /// ceiling (D-10) counts from the last sign of progress: it exists so a
+    /// stuck TTS cannot keep a call open, not to cut off a long last line.
+    BotSpeaking,
     TimerFired(Timer),
     /// A background extraction finished.
     ExtractionDone {
@@ -362,6 +366,17 @@ impl<P: Policy> Engine<P> {
             }),
             Input::CaptureAgentResponses | Input::FlushTranscript => self.capture(now),
             Input::AgentInterrupted { said, heard } => self.agent_interrupted(&said, &heard),
+            Input::BotSpeaking => {
+                if let Some(h) = self.hangup.as_mut() {
+                    if h.grace_at.is_none() && !self.ended {
+                        h.ceiling_at = now + self.config.end_call_max_wait_s;
+                        out.push(Effect::StartTimer {
+                            timer: Timer::HangupCeiling,
+                            at: h.ceiling_at,
+                        });
+                    }
+                }
+            }
             Input::BotStoppedSpeaking => {
                 self.arm_idle(now, out);
                 if let Some(h) = self.hangup.as_mut() {

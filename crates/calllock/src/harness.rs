@@ -458,6 +458,16 @@ impl Report {
             .collect()
     }
 
+    /// Utterances whose heard words contain `phrase`.
+    pub fn heard_ids_with(&self, phrase: &str) -> Vec<u64> {
+        let want = normalise(phrase);
+        self.ear
+            .utterances()
+            .into_iter()
+            .filter(|id| normalise(&self.ear.heard_text(*id)).contains(&want))
+            .collect()
+    }
+
     /// The LLM requests, in order.
     pub fn llm_requests(&self) -> Vec<TurnRequest> {
         self.llm_calls

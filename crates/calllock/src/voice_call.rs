@@ -532,10 +532,12 @@ impl Stage for ConversationStage {
                     self.append(Event::SpeechStarted { msg_id: MsgId(id) });
                     let o = self.accountant.played(MsgId(id), Duration::ZERO);
                     self.outcomes(o, ctx);
+                    self.feed(Input::BotSpeaking, ctx);
                 }
                 ControlFrame::UtteranceProgress { id, played } => {
                     let o = self.accountant.played(MsgId(id), played);
                     self.outcomes(o, ctx);
+                    self.feed(Input::BotSpeaking, ctx);
                 }
                 ControlFrame::UtteranceFinished { id } => {
                     let o = self.accountant.finished(MsgId(id));

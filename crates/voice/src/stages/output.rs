@@ -76,7 +76,12 @@ pub struct Player<S> {
     playing: Option<(UtteranceId, Duration)>,
     speaking: bool,
     next_tick: Instant,
+    /// Played time of the current utterance at its last progress report.
+    reported: Duration,
 }
+
+/// How often the player reports playback progress upstream.
+pub const PROGRESS_EVERY: Duration = Duration::from_secs(1);
 
 impl<S: AudioSink> Player<S> {
     /// `rx` is the pipeline's tail; `up` the output stage's control handle.
@@ -98,6 +103,7 @@ impl<S: AudioSink> Player<S> {
             playing: None,
             speaking: false,
             next_tick: Instant::now(),
+            reported: Duration::ZERO,
         }
     }
 
@@ -138,6 +144,7 @@ impl<S: AudioSink> Player<S> {
                     if self.playing.map(|p| p.0) != Some(id) {
                         self.up(ControlFrame::UtteranceStarted { id });
                         self.playing = Some((id, Duration::ZERO));
+                        self.reported = Duration::ZERO;
                     }
                     if !self.speaking {
                         self.speaking = true;
@@ -184,10 +191,18 @@ impl<S: AudioSink> Player<S> {
         }
         let d = chunk.duration();
         self.sink.play(&chunk, id, epoch);
+        let mut progress = None;
         if let Some((pid, played)) = self.playing.as_mut() {
             if *pid == id {
                 *played += d;
+                if *played >= self.reported + PROGRESS_EVERY {
+                    self.reported = *played;
+                    progress = Some(*played);
+                }
             }
+        }
+        if let Some(played) = progress {
+            self.up(ControlFrame::UtteranceProgress { id, played });
         }
         self.next_tick += d;
     }
