@@ -114,7 +114,8 @@ pub enum Input {
     CaptureAgentResponses,
     /// The caller cut off the agent line `said`; they heard `heard` (may be
     /// empty). The transcript line and the LLM context keep only what was
-    /// heard; the line is marked interrupted.
+    /// heard; the line is marked interrupted. A line cut off before a word
+    /// was heard is dropped, and is no agent reply for turn counting.
     AgentInterrupted {
         said: String,
         heard: String,
@@ -123,6 +124,10 @@ pub enum Input {
     FlushTranscript,
     /// The audio output finished playing everything queued so far.
     BotStoppedSpeaking,
+    /// The caller is speaking (voice activity or an interim transcript; no
+    /// text yet). A post-tool buffer waits for quiet: its debounce restarts
+    /// (still capped by `buffer_max_s`), and the idle prompt is off.
+    CallerSpeaking,
     /// The audio output is still playing (progress). A pending hang-up's
     /// ceiling (D-10) counts from the last sign of progress: it exists so a
     /// stuck TTS cannot keep a call open, not to cut off a long last line.
@@ -366,6 +371,20 @@ impl<P: Policy> Engine<P> {
             }),
             Input::CaptureAgentResponses | Input::FlushTranscript => self.capture(now),
             Input::AgentInterrupted { said, heard } => self.agent_interrupted(&said, &heard),
+            Input::CallerSpeaking => {
+                self.idle_at = None;
+                if let Some(b) = self.buffer.as_mut() {
+                    let deadline = (now + self.config.buffer_debounce_s)
+                        .min(b.start + self.config.buffer_max_s);
+                    if deadline > b.deadline {
+                        b.deadline = deadline;
+                        out.push(Effect::StartTimer {
+                            timer: Timer::Debounce,
+                            at: deadline,
+                        });
+                    }
+                }
+            }
             Input::BotSpeaking => {
                 if let Some(h) = self.hangup.as_mut() {
                     if h.grace_at.is_none() && !self.ended {
@@ -906,15 +925,25 @@ impl<P: Policy> Engine<P> {
                 self.context[i].content = heard.to_string();
             }
         }
-        if let Some(e) = self
-            .session
-            .transcript_log
-            .iter_mut()
-            .rev()
-            .find(|e| e.role == Role::Agent && e.content.as_deref() == Some(said))
+        let log = &mut self.session.transcript_log;
+        if let Some(i) = log
+            .iter()
+            .rposition(|e| e.role == Role::Agent && e.content.as_deref() == Some(said))
         {
-            e.content = Some(heard.to_string());
-            e.interrupted = true;
+            if heard.is_empty() {
+                // Nothing was heard: no line, and no exchange (SPEC §3
+                // counts a fragment as a new turn only after an agent reply
+                // the caller got).
+                log.remove(i);
+                self.session.agent_has_responded = log
+                    .iter()
+                    .rev()
+                    .take_while(|e| e.role != Role::User)
+                    .any(|e| e.role == Role::Agent);
+            } else {
+                log[i].content = Some(heard.to_string());
+                log[i].interrupted = true;
+            }
         }
     }
 

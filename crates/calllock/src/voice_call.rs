@@ -231,15 +231,19 @@ impl ConversationStage {
     where
         F: std::future::Future<Output = Bg> + Send + 'static,
     {
+        // Call-scoped work reports on the control lane: its results are
+        // never stale (a barge-in must not lose a booking's answer).
         let token = ctx.scope().call_token().clone();
-        ctx.spawn(token, move |tx| async move {
-            let bg = work.await;
-            let _ = tx
-                .send(Frame::data(
-                    0,
-                    Data::Custom(Custom::new(BgDone(std::sync::Mutex::new(Some(bg))))),
-                ))
-                .await;
+        let control = ctx.self_control();
+        tokio::spawn(async move {
+            tokio::select! {
+                biased;
+                _ = token.cancelled() => {}
+                bg = work => {
+                    let done = BgDone(std::sync::Mutex::new(Some(bg)));
+                    let _ = control.push(Frame::Control(ControlFrame::Custom(Custom::new(done))));
+                }
+            }
         });
     }
 
@@ -420,6 +424,34 @@ impl ConversationStage {
         self.update_floor();
     }
 
+    fn background(&mut self, bg: Bg, ctx: &mut Ctx<'_>) {
+        match bg {
+            Bg::Tool { call_id, result } => {
+                let ok = result
+                    .get("success")
+                    .and_then(Value::as_bool)
+                    .unwrap_or(true);
+                self.append(Event::ToolFinished {
+                    call_id,
+                    result: result.to_string(),
+                    outcome: if ok {
+                        ToolOutcome::Ok
+                    } else {
+                        ToolOutcome::Failed
+                    },
+                });
+                if self.open_tool == Some(call_id) {
+                    self.open_tool = None;
+                }
+                self.floor.set_muted(MuteReason::Tool, false);
+                self.feed(Input::ToolResult { result }, ctx);
+            }
+            Bg::Scoped(text) => self.feed(Input::ScopedReply { text }, ctx),
+            Bg::Extraction(fields) => self.feed(Input::ExtractionDone { fields }, ctx),
+            Bg::Timer(timer) => self.feed(Input::TimerFired(timer), ctx),
+        }
+    }
+
     fn finish(&mut self, ctx: &mut Ctx<'_>) {
         let outcomes = self.accountant.interrupt();
         self.outcomes(outcomes, ctx);
@@ -471,6 +503,9 @@ impl Stage for ConversationStage {
             }
             Frame::Data(d) => match d.data {
                 Data::Transcript { text, is_final } => {
+                    if !is_final && !text.trim().is_empty() {
+                        self.feed(Input::CallerSpeaking, ctx);
+                    }
                     if is_final {
                         self.feed(
                             Input::Transcript {
@@ -481,42 +516,11 @@ impl Stage for ConversationStage {
                         );
                     }
                 }
-                Data::Custom(c) => {
-                    let Some(bg) = c
-                        .get::<BgDone>()
-                        .and_then(|b| b.0.lock().ok().and_then(|mut g| g.take()))
-                    else {
-                        ctx.push(Frame::data(d.epoch, Data::Custom(c)));
-                        return;
-                    };
-                    match bg {
-                        Bg::Tool { call_id, result } => {
-                            let ok = result
-                                .get("success")
-                                .and_then(Value::as_bool)
-                                .unwrap_or(true);
-                            self.append(Event::ToolFinished {
-                                call_id,
-                                result: result.to_string(),
-                                outcome: if ok {
-                                    ToolOutcome::Ok
-                                } else {
-                                    ToolOutcome::Failed
-                                },
-                            });
-                            if self.open_tool == Some(call_id) {
-                                self.open_tool = None;
-                            }
-                            self.floor.set_muted(MuteReason::Tool, false);
-                            self.feed(Input::ToolResult { result }, ctx);
-                        }
-                        Bg::Scoped(text) => self.feed(Input::ScopedReply { text }, ctx),
-                        Bg::Extraction(fields) => self.feed(Input::ExtractionDone { fields }, ctx),
-                        Bg::Timer(timer) => self.feed(Input::TimerFired(timer), ctx),
-                    }
-                }
                 data => ctx.push(Frame::data(d.epoch, data)),
             },
+            Frame::Control(ControlFrame::UserStartedSpeaking) => {
+                self.feed(Input::CallerSpeaking, ctx);
+            }
             Frame::Control(c) if dir == Direction::Upstream => match c {
                 ControlFrame::SpeechSynthesized { id, text, words } => {
                     if let Some(u) = self.utts.get_mut(&id).filter(|u| !u.queued && !u.ended) {
@@ -559,7 +563,12 @@ impl Stage for ConversationStage {
                     }
                 }
                 ControlFrame::Custom(c) => {
-                    if let Some(reply) = c.get::<LlmReply>() {
+                    if let Some(bg) = c
+                        .get::<BgDone>()
+                        .and_then(|b| b.0.lock().ok().and_then(|mut g| g.take()))
+                    {
+                        self.background(bg, ctx);
+                    } else if let Some(reply) = c.get::<LlmReply>() {
                         let reply = reply.clone();
                         self.llm_reply(&reply, ctx);
                     } else if let Some(call) = c.get::<LlmToolCall>() {

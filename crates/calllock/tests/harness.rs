@@ -32,6 +32,11 @@ fn show(r: &Report) {
             let cut = if l.interrupted { " [cut off]" } else { "" };
             eprintln!("  {:>8.2?} {:?}: {}{cut}", l.at, l.speaker, l.text);
         }
+        for e in o.log.events() {
+            if let Event::Note { text, .. } | Event::ToolCalled { name: text, .. } = &e.event {
+                eprintln!("  {:>8.2?} note: {text}", e.at);
+            }
+        }
         eprintln!("final state {}", o.session.state);
     }
 }
@@ -66,7 +71,10 @@ async fn a_whole_booking_by_voice() {
     let h = Harness::start(HarnessConfig::default()).await;
     let greeting = h.wait_for_response().await;
     assert!(greeting.text.contains("Thanks for calling"), "{greeting:?}");
-    assert!(greeting.at < 0.5, "the greeting starts at once: {greeting:?}");
+    assert!(
+        greeting.at < 0.5,
+        "the greeting starts at once: {greeting:?}"
+    );
     for line in [
         "Hi, my AC stopped cooling last night",
         "No, nothing like that",
@@ -142,10 +150,17 @@ async fn barge_in_stops_the_audio_and_cancels_the_reply() {
     let first = &r.llm_calls[0];
     let (ended, how) = first.ended.expect("ended");
     assert_eq!(how, LlmEnding::Dropped);
-    assert!(ended >= clear_at && ended - clear_at <= ms(5), "dropped {:?} after the barge-in", ended - clear_at);
+    assert!(
+        ended >= clear_at && ended - clear_at <= ms(5),
+        "dropped {:?} after the barge-in",
+        ended - clear_at
+    );
     // Transcript: the heard part, marked interrupted.
     let t = r.outcome().log.transcript();
-    let cut = t.iter().find(|l| l.interrupted).expect("an interrupted line");
+    let cut = t
+        .iter()
+        .find(|l| l.interrupted)
+        .expect("an interrupted line");
     assert!(cut.text.starts_with("Okay, I can help"), "{cut:?}");
     assert!(cut.text.len() < long.len());
     assert_eq!(cut.text, r.ear.heard_text(cut_id));
@@ -209,7 +224,8 @@ async fn incident_talk_over_after_a_fast_lookup() {
 async fn incident_fragment_duplicates_do_not_repeat_the_lookup() {
     let h = Harness::start(HarnessConfig::default()).await;
     h.wait_for_response().await;
-    h.say_fragments(&["Hi I am having a", "problem with my heater"], ms(600)).await;
+    h.say_fragments(&["Hi I am having a", "problem with my heater"], ms(600))
+        .await;
     h.wait_for_response().await;
     let r = h.hang_up().await;
     show(&r);
@@ -240,12 +256,23 @@ async fn incident_no_dead_air_after_the_lookup() {
 async fn incident_fragmented_address() {
     let h = Harness::start(HarnessConfig::default()).await;
     h.wait_for_response().await;
-    for line in ["Hi, my AC is not cooling", "No, nothing like that", "It's 78701", "My name is Dana Fields"] {
+    for line in [
+        "Hi, my AC is not cooling",
+        "No, nothing like that",
+        "It's 78701",
+        "My name is Dana Fields",
+    ] {
         h.say(line).await;
         h.wait_for_response().await;
     }
     h.say_fragments(
-        &["Okay it's", "four three two nine", "Franklin Street", "Franklin", "Austin Texas"],
+        &[
+            "Okay it's",
+            "four three two nine",
+            "Franklin Street",
+            "Franklin",
+            "Austin Texas",
+        ],
         ms(550),
     )
     .await;
@@ -255,7 +282,11 @@ async fn incident_fragmented_address() {
     r.assert_invariants();
     let s = &r.outcome().session;
     assert_ne!(s.state.to_string(), "callback", "escalated mid-answer");
-    assert!(s.service_address.contains("Franklin"), "{:?}", s.service_address);
+    assert!(
+        s.service_address.contains("Franklin"),
+        "{:?}",
+        s.service_address
+    );
     assert_no_talk_over(&r);
 }
 
@@ -280,7 +311,11 @@ async fn incident_hang_up_right_after_the_goodbye() {
     let end = last_audio.at + last_audio.duration;
     let hung = r.agent_hung_up_at.unwrap();
     assert!(hung >= end, "hung up before the script finished");
-    assert!(hung - end <= ms(600), "hung up {:?} after the last word", hung - end);
+    assert!(
+        hung - end <= ms(600),
+        "hung up {:?} after the last word",
+        hung - end
+    );
 }
 
 /// The idle controller: "are you still there?" after silence, never while
@@ -312,7 +347,11 @@ async fn the_greeting_cannot_be_interrupted_but_the_caller_is_heard() {
     r.assert_invariants();
     assert!(r.ear.clears.is_empty(), "no barge-in during the greeting");
     assert!(r.heard()[0].1.ends_with("today?"), "greeting heard whole");
-    assert_eq!(tool_calls(&r, "lookup_caller"), 1, "the words reached the engine");
+    assert_eq!(
+        tool_calls(&r, "lookup_caller"),
+        1,
+        "the words reached the engine"
+    );
 }
 
 /// Barge-in rules: with `min_words = 3`, a two-word acknowledgement does
@@ -335,8 +374,12 @@ async fn barge_in_needs_the_minimum_words() {
     h.say("my AC is broken").await;
     h.interrupt_after("I can help", "uh huh").await;
     tokio::time::sleep(ms(800)).await;
-    assert!(h.ear.snapshot().clears.is_empty(), "two words do not interrupt");
-    h.interrupt_after("safety question", "wait I have a question").await;
+    assert!(
+        h.ear.snapshot().clears.is_empty(),
+        "two words do not interrupt"
+    );
+    h.interrupt_after("safety question", "wait I have a question")
+        .await;
     h.wait_for_response().await;
     let r = h.hang_up().await;
     show(&r);

@@ -100,11 +100,18 @@ impl Stage for TurnStage {
                 if !self.long_enough {
                     let run = self.run;
                     let wait = self.rules.min_speech;
+                    // On the control lane: a timer is never stale.
                     let token = ctx.scope().call_token().clone();
-                    ctx.spawn(token, move |tx| async move {
-                        tokio::time::sleep(wait).await;
-                        let f = Frame::data(0, Data::Custom(Custom::new(SpeechLongEnough(run))));
-                        let _ = tx.send(f).await;
+                    let control = ctx.self_control();
+                    tokio::spawn(async move {
+                        tokio::select! {
+                            biased;
+                            _ = token.cancelled() => {}
+                            _ = tokio::time::sleep(wait) => {
+                                let f = ControlFrame::Custom(Custom::new(SpeechLongEnough(run)));
+                                let _ = control.push(Frame::Control(f));
+                            }
+                        }
                     });
                 }
                 ctx.pass(frame, dir);
@@ -114,24 +121,23 @@ impl Stage for TurnStage {
             Frame::Control(ControlFrame::UserStoppedSpeaking) => {
                 self.speaking = false;
             }
-            Frame::Data(d) => match &d.data {
-                Data::Transcript { text, .. } => {
+            Frame::Control(ControlFrame::Custom(c)) if c.get::<SpeechLongEnough>().is_some() => {
+                if let Some(SpeechLongEnough(run)) = c.get::<SpeechLongEnough>() {
+                    if *run == self.run && self.speaking {
+                        self.long_enough = true;
+                        self.consider(ctx);
+                    }
+                }
+                return;
+            }
+            Frame::Data(d) => {
+                if let Data::Transcript { text, .. } = &d.data {
                     self.words = self.words.max(text.split_whitespace().count());
                     ctx.pass(frame, dir);
                     self.consider(ctx);
                     return;
                 }
-                Data::Custom(c) => {
-                    if let Some(SpeechLongEnough(run)) = c.get::<SpeechLongEnough>() {
-                        if *run == self.run && self.speaking {
-                            self.long_enough = true;
-                            self.consider(ctx);
-                        }
-                        return;
-                    }
-                }
-                _ => {}
-            },
+            }
             _ => {}
         }
         ctx.pass(frame, dir);
