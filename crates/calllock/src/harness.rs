@@ -206,7 +206,7 @@ impl Harness {
         };
         let mut session = Session::new(cfg.caller_id.clone());
         session.call_sid = "CAharness".into();
-        let engine = Engine::new(session, cfg.profile.clone(), cfg.engine.clone());
+        let engine = Engine::new(session, cfg.profile.clone(), cfg.engine);
         let ear = Ear::default();
         let t0 = Instant::now();
         let call = start_call(

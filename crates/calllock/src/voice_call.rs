@@ -557,10 +557,8 @@ impl Stage for ConversationStage {
                     let epoch = ctx.epoch();
                     self.cut_unplayed(epoch, ctx);
                 }
-                ControlFrame::BotStoppedSpeaking => {
-                    if self.accountant.is_idle() {
-                        self.feed(Input::BotStoppedSpeaking, ctx);
-                    }
+                ControlFrame::BotStoppedSpeaking if self.accountant.is_idle() => {
+                    self.feed(Input::BotStoppedSpeaking, ctx);
                 }
                 ControlFrame::Custom(c) => {
                     if let Some(bg) = c

@@ -50,9 +50,8 @@ impl EarLog {
     }
     /// When utterance `id` was first / last heard.
     pub fn span(&self, id: UtteranceId) -> Option<(Instant, Instant)> {
-        let mut it = self.frames.iter().filter(|f| f.id == id);
-        let first = it.next()?;
-        let last = it.last().unwrap_or(first);
+        let first = self.frames.iter().find(|f| f.id == id)?;
+        let last = self.frames.iter().rfind(|f| f.id == id).unwrap_or(first);
         Some((first.at, last.at + last.duration))
     }
 }
