@@ -85,3 +85,60 @@ impl Stage for ResampleStage {
         }
     }
 }
+
+/// Input resampling: the caller's PCM16 audio to the rate the STT and VAD
+/// want (e.g. 8 kHz telephone audio to 16 kHz), state kept across frames.
+pub struct InputResample {
+    out_rate: u32,
+    current: Option<(u32, Resampler)>,
+    buf: Vec<u8>,
+}
+
+impl InputResample {
+    pub fn new(out_rate: u32) -> Self {
+        InputResample {
+            out_rate,
+            current: None,
+            buf: Vec::new(),
+        }
+    }
+}
+
+impl Stage for InputResample {
+    fn name(&self) -> &'static str {
+        "input_resample"
+    }
+    fn handle(&mut self, frame: Frame, dir: Direction, ctx: &mut Ctx<'_>) {
+        match frame {
+            Frame::Data(d) => match d.data {
+                Data::InputAudio(a) if a.encoding == Encoding::Pcm16 && a.rate != self.out_rate => {
+                    if !matches!(&self.current, Some((rate, _)) if *rate == a.rate) {
+                        match Resampler::new(a.rate, self.out_rate) {
+                            Ok(r) => self.current = Some((a.rate, r)),
+                            Err(e) => {
+                                ctx.push_up(Frame::Control(ControlFrame::Error {
+                                    stage: "input_resample",
+                                    message: Arc::from(e.to_string()),
+                                }));
+                                return;
+                            }
+                        }
+                    }
+                    if let Some((_, r)) = self.current.as_mut() {
+                        self.buf.clear();
+                        r.process_pcm16le(&a.bytes, &mut self.buf);
+                        if !self.buf.is_empty() {
+                            let out = Audio::pcm16(
+                                bytes::Bytes::copy_from_slice(&self.buf),
+                                self.out_rate,
+                            );
+                            ctx.push(Frame::data(d.epoch, Data::InputAudio(out)));
+                        }
+                    }
+                }
+                data => ctx.push(Frame::data(d.epoch, data)),
+            },
+            f => ctx.pass(f, dir),
+        }
+    }
+}
