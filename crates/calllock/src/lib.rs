@@ -4,6 +4,7 @@
 //! output. The `calllock` binary is a thin CLI over this library.
 
 pub mod config;
+pub mod console;
 pub mod demo;
 pub mod display;
 pub mod harness;

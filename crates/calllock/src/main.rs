@@ -51,6 +51,16 @@ enum Command {
         #[arg(long, value_name = "PHONE", default_value = "+15125559876")]
         caller_id: String,
     },
+    /// Be the caller on a real-time voice call: every pipeline stage runs
+    /// (turn detection, barge-in, conversation engine, LLM, sentence
+    /// aggregation, TTS, resampling, paced playback) with offline mock
+    /// speech vendors. Agent words print as they play; type while the agent
+    /// talks to interrupt it. Ctrl-D hangs up.
+    Voice {
+        /// The caller ID to call from (see `chat`).
+        #[arg(long, value_name = "PHONE", default_value = "+15125559876")]
+        caller_id: String,
+    },
     /// Play scripted callers end to end (booking, emergency, out of area,
     /// returning caller rescheduling, high-ticket lead), print each
     /// transcript and outcome, and check each ends where it should.
@@ -188,6 +198,7 @@ async fn run(cli: Cli) -> Result<()> {
             Ok(())
         }
         Command::Chat { caller_id } => chat(&cfg, caller_id).await,
+        Command::Voice { caller_id } => voice_call(&cfg, caller_id).await,
         Command::Demo { only, brief } => demo::run(&cfg, only.as_deref(), brief).await,
         Command::Replay {
             file,
@@ -355,6 +366,35 @@ async fn chat(cfg: &config::Config, caller_id: String) -> Result<()> {
             color
         )
     );
+    let rx = stdin_lines();
+    let mut printer = display::LivePrinter::new(color);
+    let start = chrono::Utc::now().timestamp_millis() as f64 / 1000.0;
+    let driver = sim::CallDriver::new(
+        engine,
+        backend.clone(),
+        responder,
+        timing_of(cfg),
+        start,
+        &mut printer,
+    );
+    let mut outcome = driver.run_interactive(rx).await;
+    record::keep_callback_promise(&mut outcome, backend.as_ref()).await;
+    let fc = record::classify(&outcome, "");
+    record::save(&store, &outcome, &fc).await?;
+    display::print_summary(&fc, color);
+    eprintln!(
+        "{}",
+        display::dim(
+            &format!("saved; see `calllock calls show {}`", fc.call_id),
+            color
+        )
+    );
+    Ok(())
+}
+
+/// Lines typed on stdin (control characters removed); `None` at end of
+/// input (Ctrl-D: the caller hangs up).
+fn stdin_lines() -> tokio::sync::mpsc::Receiver<Option<String>> {
     let (tx, rx) = tokio::sync::mpsc::channel::<Option<String>>(16);
     std::thread::spawn(move || {
         use std::io::BufRead;
@@ -380,17 +420,98 @@ async fn chat(cfg: &config::Config, caller_id: String) -> Result<()> {
             }
         }
     });
-    let mut printer = display::LivePrinter::new(color);
-    let start = chrono::Utc::now().timestamp_millis() as f64 / 1000.0;
-    let driver = sim::CallDriver::new(
-        engine,
-        backend.clone(),
-        responder,
-        timing_of(cfg),
-        start,
-        &mut printer,
+    rx
+}
+
+/// `calllock voice`: the whole real-time pipeline on the console.
+async fn voice_call(cfg: &config::Config, caller_id: String) -> Result<()> {
+    use calllock::voice_call::{scripted_llm, start_call, CallEnd, CallParts};
+    use voice::testkit::{CodecDetector, MockStt, MockTts, Mouth};
+    let store = open_store(cfg).await?;
+    let backend = embedded_backend(cfg, store.clone()).await?;
+    let scripted = Arc::new(ScriptedResponder::new(cfg.business.clone()));
+    let responder: Arc<dyn Responder> = scripted.clone();
+    let call_id = new_call_id("voice");
+    let mut session = Session::new(caller_id.clone());
+    session.call_sid = call_id.clone();
+    let engine = Engine::new(session, cfg.business.clone(), cfg.engine.engine_config());
+    let color = std::io::stdout().is_terminal();
+    eprintln!(
+        "{}",
+        display::dim(
+            &format!(
+                "voice call to {} from {caller_id} (call {call_id}): the real-time pipeline with \
+                 offline mock STT/TTS; type as the caller (type while the agent talks to \
+                 interrupt), Ctrl-D hangs up",
+                cfg.business.company_name
+            ),
+            color
+        )
     );
-    let mut outcome = driver.run_interactive(rx).await;
+    let start = chrono::Utc::now().timestamp_millis() as f64 / 1000.0;
+    let timing = timing_of(cfg);
+    let llm = scripted_llm(
+        scripted,
+        std::time::Duration::from_secs_f64(timing.llm_latency_s.clamp(0.0, 60.0)),
+        std::time::Duration::from_millis(30),
+    );
+    let tts = MockTts {
+        chars_per_second: timing.speech_chars_per_s,
+        ..MockTts::default()
+    };
+    let mut call = start_call(
+        CallParts {
+            engine,
+            backend: backend.clone(),
+            responder,
+            llm: Arc::new(llm),
+            tts: Arc::new(tts),
+            stt: MockStt::default(),
+            detector: CodecDetector::default(),
+            barge_in: voice::stages::turn::BargeInRules::default(),
+            start_unix: start,
+        },
+        calllock::console::ConsoleEar::new(color),
+    );
+    let input = call.pipeline.input().context("pipeline input")?.clone();
+    let mouth = Mouth::start(input, 8000, timing.speech_chars_per_s);
+    let mut lines = stdin_lines();
+    let ended_by = loop {
+        tokio::select! {
+            line = lines.recv() => match line {
+                Some(Some(text)) if !text.trim().is_empty() => mouth.speak(text.trim()),
+                Some(Some(_)) => {}
+                _ => break sim::EndedBy::Caller,
+            },
+            _ = call.control.end.wait_for(|e| *e == CallEnd::AgentHungUp) => break sim::EndedBy::Agent,
+        }
+    };
+    mouth.hang_up();
+    let stop = call.pipeline.end(std::time::Duration::from_secs(2)).await;
+    let _ = call.player.await;
+    let out = call.control.outcome.await.context("the call left no outcome")?;
+    let end = chrono::Utc::now().timestamp_millis() as f64 / 1000.0;
+    eprintln!(
+        "{}",
+        display::dim(
+            &format!(
+                "{} hung up; pipeline stopped {}",
+                match ended_by {
+                    sim::EndedBy::Agent => "agent",
+                    _ => "caller",
+                },
+                if stop.graceful { "cleanly" } else { "by force" }
+            ),
+            color
+        )
+    );
+    let mut outcome = sim::Outcome {
+        session: out.session,
+        ended_by,
+        start_time: start,
+        end_time: end,
+        tools: Vec::new(),
+    };
     record::keep_callback_promise(&mut outcome, backend.as_ref()).await;
     let fc = record::classify(&outcome, "");
     record::save(&store, &outcome, &fc).await?;

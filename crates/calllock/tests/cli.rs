@@ -304,6 +304,37 @@ fn demo_then_calls_list_and_show() {
 }
 
 #[test]
+fn voice_runs_the_real_time_pipeline_on_the_console() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("voice.db");
+    let mut child = bin()
+        .arg("--db")
+        .arg(&db)
+        .arg("voice")
+        .env("CALLLOCK_LLM_LATENCY_S", "0.1")
+        .env("CALLLOCK_SPEECH_CHARS_PER_S", "100")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    writeln!(stdin, "my AC is broken").unwrap();
+    // Speech end + STT endpointing + lookup + 1.5 s debounce + reply.
+    std::thread::sleep(Duration::from_millis(5000));
+    drop(stdin); // Ctrl-D: the caller hangs up
+    let out = child.wait_with_output().unwrap();
+    let stdout = text(&out.stdout);
+    let stderr = text(&out.stderr);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert!(stdout.contains("agent: Thanks for calling"), "{stdout}");
+    assert!(stdout.contains("Quick safety check"), "{stdout}");
+    assert!(stderr.contains("caller hung up; pipeline stopped cleanly"), "{stderr}");
+    assert!(stdout.contains("final state safety"), "{stdout}\n{stderr}");
+}
+
+#[test]
 fn chat_books_a_call_typed_by_a_person() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("chat.db");
