@@ -378,18 +378,7 @@ async fn chat(cfg: &config::Config, caller_id: String) -> Result<()> {
         &mut printer,
     );
     let mut outcome = driver.run_interactive(rx).await;
-    record::keep_callback_promise(&mut outcome, backend.as_ref()).await;
-    let fc = record::classify(&outcome, "");
-    record::save(&store, &outcome, &fc).await?;
-    display::print_summary(&fc, color);
-    eprintln!(
-        "{}",
-        display::dim(
-            &format!("saved; see `calllock calls show {}`", fc.call_id),
-            color
-        )
-    );
-    Ok(())
+    save_and_report(&store, backend.as_ref(), &mut outcome, color).await
 }
 
 /// Lines typed on stdin (control characters removed); `None` at end of
@@ -489,7 +478,11 @@ async fn voice_call(cfg: &config::Config, caller_id: String) -> Result<()> {
     mouth.hang_up();
     let stop = call.pipeline.end(std::time::Duration::from_secs(2)).await;
     let _ = call.player.await;
-    let out = call.control.outcome.await.context("the call left no outcome")?;
+    let out = call
+        .control
+        .outcome
+        .await
+        .context("the call left no outcome")?;
     let end = chrono::Utc::now().timestamp_millis() as f64 / 1000.0;
     eprintln!(
         "{}",
@@ -512,9 +505,19 @@ async fn voice_call(cfg: &config::Config, caller_id: String) -> Result<()> {
         end_time: end,
         tools: Vec::new(),
     };
-    record::keep_callback_promise(&mut outcome, backend.as_ref()).await;
-    let fc = record::classify(&outcome, "");
-    record::save(&store, &outcome, &fc).await?;
+    save_and_report(&store, backend.as_ref(), &mut outcome, color).await
+}
+
+/// Keep a promised callback, classify, save and print a finished call.
+async fn save_and_report(
+    store: &store::Store,
+    backend: &dyn agent::backend::Backend,
+    outcome: &mut sim::Outcome,
+    color: bool,
+) -> Result<()> {
+    record::keep_callback_promise(outcome, backend).await;
+    let fc = record::classify(outcome, "");
+    record::save(store, outcome, &fc).await?;
     display::print_summary(&fc, color);
     eprintln!(
         "{}",

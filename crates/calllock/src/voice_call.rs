@@ -234,16 +234,9 @@ impl ConversationStage {
         // Call-scoped work reports on the control lane: its results are
         // never stale (a barge-in must not lose a booking's answer).
         let token = ctx.scope().call_token().clone();
-        let control = ctx.self_control();
-        tokio::spawn(async move {
-            tokio::select! {
-                biased;
-                _ = token.cancelled() => {}
-                bg = work => {
-                    let done = BgDone(std::sync::Mutex::new(Some(bg)));
-                    let _ = control.push(Frame::Control(ControlFrame::Custom(Custom::new(done))));
-                }
-            }
+        ctx.spawn_control(token, async move {
+            let done = BgDone(std::sync::Mutex::new(Some(work.await)));
+            Frame::Control(ControlFrame::Custom(Custom::new(done)))
         });
     }
 

@@ -330,7 +330,10 @@ fn voice_runs_the_real_time_pipeline_on_the_console() {
     assert!(out.status.success(), "{stdout}\n{stderr}");
     assert!(stdout.contains("agent: Thanks for calling"), "{stdout}");
     assert!(stdout.contains("Quick safety check"), "{stdout}");
-    assert!(stderr.contains("caller hung up; pipeline stopped cleanly"), "{stderr}");
+    assert!(
+        stderr.contains("caller hung up; pipeline stopped cleanly"),
+        "{stderr}"
+    );
     assert!(stdout.contains("final state safety"), "{stdout}\n{stderr}");
 }
 

@@ -131,6 +131,28 @@ impl<'a> Ctx<'a> {
     }
 }
 
+impl Ctx<'_> {
+    /// Run `work` in the background until it finishes or `token` is
+    /// cancelled; the frame it returns is delivered to this stage on the
+    /// control lane (never stale, never waiting: for results that must not
+    /// be lost to a barge-in, such as a booking's answer or a timer).
+    pub fn spawn_control<Fut>(&self, token: CancellationToken, work: Fut)
+    where
+        Fut: Future<Output = Frame> + Send + 'static,
+    {
+        let control = self.self_control();
+        tokio::spawn(async move {
+            tokio::select! {
+                biased;
+                _ = token.cancelled() => {}
+                frame = work => {
+                    let _ = control.push(frame);
+                }
+            }
+        });
+    }
+}
+
 /// Everything a stage task is connected to.
 pub(crate) struct Wiring {
     pub rx: Receiver,

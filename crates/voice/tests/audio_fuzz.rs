@@ -15,7 +15,14 @@ fn audio_strategy() -> impl Strategy<Value = Audio> {
         8 => proptest::collection::vec(any::<u8>(), 0..700),
         1 => proptest::collection::vec(any::<u8>(), 0..70_000),
     ];
-    let rate = prop_oneof![Just(8000u32), Just(16000), Just(24000), Just(0), Just(44100), any::<u32>()];
+    let rate = prop_oneof![
+        Just(8000u32),
+        Just(16000),
+        Just(24000),
+        Just(0),
+        Just(44100),
+        any::<u32>()
+    ];
     (bytes, rate, any::<bool>()).prop_map(|(b, rate, mulaw)| {
         if mulaw {
             Audio::mulaw(b, rate)

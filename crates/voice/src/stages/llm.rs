@@ -6,7 +6,7 @@
 //! flows downstream as it arrives; when the reply ends (or is cut off), the
 //! stage tells the conversation upstream with an [`LlmReply`].
 
-use super::next;
+use super::pump;
 use crate::frames::{
     ControlFrame, Custom, Data, Epoch, Frame, SystemFrame, UtteranceId, UtteranceText,
 };
@@ -129,24 +129,15 @@ impl Stage for LlmStage {
                         token: token.clone(),
                         text: String::new(),
                     });
-                    ctx.spawn(token, move |tx| async move {
-                        let mut stream = stream;
-                        let send = |report| {
-                            Frame::data(epoch, Data::Custom(Custom::new(FromTask { id, report })))
-                        };
-                        while let Some(item) = next(&mut stream).await {
+                    ctx.spawn(token, move |tx| {
+                        pump(stream, tx, move |item| {
                             let report = match item {
-                                Ok(e) => Report::Event(e),
-                                Err(e) => {
-                                    let _ = tx.send(send(Report::Failed(e.0))).await;
-                                    return;
-                                }
+                                Some(Ok(e)) => Report::Event(e),
+                                Some(Err(e)) => Report::Failed(e.0),
+                                None => Report::Done,
                             };
-                            if tx.send(send(report)).await.is_err() {
-                                return;
-                            }
-                        }
-                        let _ = tx.send(send(Report::Done)).await;
+                            Frame::data(epoch, Data::Custom(Custom::new(FromTask { id, report })))
+                        })
                     });
                 }
                 Data::Custom(c) if c.get::<FromTask>().is_some() => {

@@ -22,6 +22,23 @@ pub mod vad;
 use std::future::poll_fn;
 use std::pin::Pin;
 
+/// Forward a vendor stream into a stage's inbox: each item as
+/// `wrap(Some(item))`, then `wrap(None)` at its end. Stops after the first
+/// error (forwarded too) or when the stage is gone.
+pub(crate) async fn pump<T, E>(
+    mut stream: Pin<Box<dyn futures_core::Stream<Item = Result<T, E>> + Send>>,
+    tx: crate::inbox::Sender,
+    wrap: impl Fn(Option<Result<T, E>>) -> crate::frames::Frame,
+) {
+    while let Some(item) = next(&mut stream).await {
+        let failed = item.is_err();
+        if tx.send(wrap(Some(item))).await.is_err() || failed {
+            return;
+        }
+    }
+    let _ = tx.send(wrap(None)).await;
+}
+
 /// The next item of a boxed stream.
 pub(crate) async fn next<T>(
     s: &mut Pin<Box<dyn futures_core::Stream<Item = T> + Send>>,

@@ -238,27 +238,19 @@ impl<S: AudioSink> Player<S> {
                 }
                 continue;
             }
-            if self.speaking {
-                tokio::select! {
-                    biased;
-                    _ = cancel.cancelled() => break,
-                    _ = changed => continue,
-                    f = self.rx.recv() => match f {
-                        Some(f) => if !self.take(f) { break },
-                        None => break,
-                    },
-                    _ = tokio::time::sleep_until(self.next_tick) => self.stop_speaking(),
-                }
-            } else {
-                tokio::select! {
-                    biased;
-                    _ = cancel.cancelled() => break,
-                    _ = changed => continue,
-                    f = self.rx.recv() => match f {
-                        Some(f) => if !self.take(f) { break },
-                        None => break,
-                    },
-                }
+            // Idle: wait for audio; while speaking, the last frame's end
+            // (next tick) is when the bot stops speaking.
+            let speaking = self.speaking;
+            let until = self.next_tick;
+            tokio::select! {
+                biased;
+                _ = cancel.cancelled() => break,
+                _ = changed => continue,
+                f = self.rx.recv() => match f {
+                    Some(f) => if !self.take(f) { break },
+                    None => break,
+                },
+                _ = tokio::time::sleep_until(until), if speaking => self.stop_speaking(),
             }
         }
         self.stop_speaking();

@@ -4,7 +4,7 @@
 //! what was synthesized (text, word timings, total length) goes upstream so
 //! the conversation can account for what the caller heard.
 
-use super::next;
+use super::pump;
 use crate::accountant::WordTiming;
 use crate::frames::{Audio, ControlFrame, Custom, Data, Epoch, Frame, SystemFrame, UtteranceId};
 use crate::stage::{Ctx, Direction, Stage};
@@ -125,27 +125,16 @@ impl TtsStage {
                         token: token.clone(),
                         base,
                     });
-                    ctx.spawn(token, move |tx| async move {
-                        let mut stream = stream;
-                        let wrap = |report| {
-                            Frame::data(
-                                epoch,
-                                Data::Custom(Custom::new(FromTask { job: seq, report })),
-                            )
-                        };
-                        while let Some(item) = next(&mut stream).await {
+                    ctx.spawn(token, move |tx| {
+                        pump(stream, tx, move |item| {
                             let report = match item {
-                                Ok(e) => Report::Event(e),
-                                Err(e) => {
-                                    let _ = tx.send(wrap(Report::Failed(e.0))).await;
-                                    return;
-                                }
+                                Some(Ok(e)) => Report::Event(e),
+                                Some(Err(e)) => Report::Failed(e.0),
+                                None => Report::Done,
                             };
-                            if tx.send(wrap(report)).await.is_err() {
-                                return;
-                            }
-                        }
-                        let _ = tx.send(wrap(Report::Done)).await;
+                            let task = FromTask { job: seq, report };
+                            Frame::data(epoch, Data::Custom(Custom::new(task)))
+                        })
                     });
                 }
             }

@@ -102,16 +102,9 @@ impl Stage for TurnStage {
                     let wait = self.rules.min_speech;
                     // On the control lane: a timer is never stale.
                     let token = ctx.scope().call_token().clone();
-                    let control = ctx.self_control();
-                    tokio::spawn(async move {
-                        tokio::select! {
-                            biased;
-                            _ = token.cancelled() => {}
-                            _ = tokio::time::sleep(wait) => {
-                                let f = ControlFrame::Custom(Custom::new(SpeechLongEnough(run)));
-                                let _ = control.push(Frame::Control(f));
-                            }
-                        }
+                    ctx.spawn_control(token, async move {
+                        tokio::time::sleep(wait).await;
+                        Frame::Control(ControlFrame::Custom(Custom::new(SpeechLongEnough(run))))
                     });
                 }
                 ctx.pass(frame, dir);

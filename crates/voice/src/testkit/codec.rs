@@ -85,7 +85,7 @@ pub fn decode(frame: &[i16]) -> Decoded {
             let n = (frame[1].max(0) as usize).min(frame.len().saturating_sub(2));
             let bytes: Vec<u8> = frame[2..2 + n]
                 .iter()
-                .map(|s| (s - 1000).clamp(0, 255) as u8)
+                .map(|s| (i32::from(*s) - 1000).clamp(0, 255) as u8)
                 .collect();
             Decoded::Word(String::from_utf8_lossy(&bytes).into_owned())
         }
