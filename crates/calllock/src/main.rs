@@ -348,37 +348,25 @@ fn new_call_id(prefix: &str) -> String {
 }
 
 async fn chat(cfg: &config::Config, caller_id: String) -> Result<()> {
-    let store = open_store(cfg).await?;
-    let backend = embedded_backend(cfg, store.clone()).await?;
-    let responder: Arc<dyn Responder> = Arc::new(ScriptedResponder::new(cfg.business.clone()));
-    let call_id = new_call_id("chat");
-    let mut session = Session::new(caller_id.clone());
-    session.call_sid = call_id.clone();
-    let engine = Engine::new(session, cfg.business.clone(), cfg.engine.engine_config());
-    let color = std::io::stdout().is_terminal();
-    eprintln!(
-        "{}",
-        display::dim(
-            &format!(
-                "calling {} from {caller_id} (call {call_id}); type as the caller, Ctrl-D hangs up",
-                cfg.business.company_name
-            ),
-            color
-        )
-    );
+    let c = ConsoleCall::open(cfg, &caller_id, "chat").await?;
+    c.banner(&format!(
+        "calling {} from {caller_id} (call {}); type as the caller, Ctrl-D hangs up",
+        cfg.business.company_name, c.call_id
+    ));
+    let responder: Arc<dyn Responder> = c.scripted;
     let rx = stdin_lines();
-    let mut printer = display::LivePrinter::new(color);
+    let mut printer = display::LivePrinter::new(c.color);
     let start = chrono::Utc::now().timestamp_millis() as f64 / 1000.0;
     let driver = sim::CallDriver::new(
-        engine,
-        backend.clone(),
+        c.engine,
+        c.backend.clone(),
         responder,
         timing_of(cfg),
         start,
         &mut printer,
     );
     let mut outcome = driver.run_interactive(rx).await;
-    save_and_report(&store, backend.as_ref(), &mut outcome, color).await
+    save_and_report(&c.store, c.backend.as_ref(), &mut outcome, c.color).await
 }
 
 /// Lines typed on stdin (control characters removed); `None` at end of
@@ -412,35 +400,54 @@ fn stdin_lines() -> tokio::sync::mpsc::Receiver<Option<String>> {
     rx
 }
 
+/// What a call typed on the console (`chat`, `voice`) starts from.
+struct ConsoleCall {
+    store: store::Store,
+    backend: Arc<dyn agent::backend::Backend>,
+    scripted: Arc<ScriptedResponder>,
+    engine: Engine,
+    call_id: String,
+    color: bool,
+}
+
+impl ConsoleCall {
+    async fn open(cfg: &config::Config, caller_id: &str, prefix: &str) -> Result<Self> {
+        let store = open_store(cfg).await?;
+        let backend = embedded_backend(cfg, store.clone()).await?;
+        let call_id = new_call_id(prefix);
+        let mut session = Session::new(caller_id.to_string());
+        session.call_sid = call_id.clone();
+        Ok(ConsoleCall {
+            store,
+            backend,
+            scripted: Arc::new(ScriptedResponder::new(cfg.business.clone())),
+            engine: Engine::new(session, cfg.business.clone(), cfg.engine.engine_config()),
+            call_id,
+            color: std::io::stdout().is_terminal(),
+        })
+    }
+
+    fn banner(&self, text: &str) {
+        eprintln!("{}", display::dim(text, self.color));
+    }
+}
+
 /// `calllock voice`: the whole real-time pipeline on the console.
 async fn voice_call(cfg: &config::Config, caller_id: String) -> Result<()> {
     use calllock::voice_call::{scripted_llm, start_call, CallEnd, CallParts};
     use voice::testkit::{CodecDetector, MockStt, MockTts, Mouth};
-    let store = open_store(cfg).await?;
-    let backend = embedded_backend(cfg, store.clone()).await?;
-    let scripted = Arc::new(ScriptedResponder::new(cfg.business.clone()));
-    let responder: Arc<dyn Responder> = scripted.clone();
-    let call_id = new_call_id("voice");
-    let mut session = Session::new(caller_id.clone());
-    session.call_sid = call_id.clone();
-    let engine = Engine::new(session, cfg.business.clone(), cfg.engine.engine_config());
-    let color = std::io::stdout().is_terminal();
-    eprintln!(
-        "{}",
-        display::dim(
-            &format!(
-                "voice call to {} from {caller_id} (call {call_id}): the real-time pipeline with \
-                 offline mock STT/TTS; type as the caller (type while the agent talks to \
-                 interrupt), Ctrl-D hangs up",
-                cfg.business.company_name
-            ),
-            color
-        )
-    );
+    let c = ConsoleCall::open(cfg, &caller_id, "voice").await?;
+    c.banner(&format!(
+        "voice call to {} from {caller_id} (call {}): the real-time pipeline with offline \
+         mock STT/TTS; type as the caller (type while the agent talks to interrupt), Ctrl-D \
+         hangs up",
+        cfg.business.company_name, c.call_id
+    ));
+    let responder: Arc<dyn Responder> = c.scripted.clone();
     let start = chrono::Utc::now().timestamp_millis() as f64 / 1000.0;
     let timing = timing_of(cfg);
     let llm = scripted_llm(
-        scripted,
+        c.scripted.clone(),
         std::time::Duration::from_secs_f64(timing.llm_latency_s.clamp(0.0, 60.0)),
         std::time::Duration::from_millis(30),
     );
@@ -450,8 +457,8 @@ async fn voice_call(cfg: &config::Config, caller_id: String) -> Result<()> {
     };
     let mut call = start_call(
         CallParts {
-            engine,
-            backend: backend.clone(),
+            engine: c.engine,
+            backend: c.backend.clone(),
             responder,
             llm: Arc::new(llm),
             tts: Arc::new(tts),
@@ -460,7 +467,7 @@ async fn voice_call(cfg: &config::Config, caller_id: String) -> Result<()> {
             barge_in: voice::stages::turn::BargeInRules::default(),
             start_unix: start,
         },
-        calllock::console::ConsoleEar::new(color),
+        calllock::console::ConsoleEar::new(c.color),
     );
     let input = call.pipeline.input().context("pipeline input")?.clone();
     let mouth = Mouth::start(input, 8000, timing.speech_chars_per_s);
@@ -495,7 +502,7 @@ async fn voice_call(cfg: &config::Config, caller_id: String) -> Result<()> {
                 },
                 if stop.graceful { "cleanly" } else { "by force" }
             ),
-            color
+            c.color
         )
     );
     let mut outcome = sim::Outcome {
@@ -505,7 +512,7 @@ async fn voice_call(cfg: &config::Config, caller_id: String) -> Result<()> {
         end_time: end,
         tools: Vec::new(),
     };
-    save_and_report(&store, backend.as_ref(), &mut outcome, color).await
+    save_and_report(&c.store, c.backend.as_ref(), &mut outcome, c.color).await
 }
 
 /// Keep a promised callback, classify, save and print a finished call.

@@ -3,7 +3,7 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
-use voice::frames::{ControlFrame, Data, Frame, SystemFrame, UtteranceText};
+use voice::frames::{ControlFrame, Data, Frame, UtteranceText};
 use voice::passthrough::PassThrough;
 use voice::{Ctx, Direction, Lifecycle, Pipeline, Stage};
 
@@ -212,5 +212,4 @@ async fn every_stage_sees_start_first_and_upstream_frames_travel_up() {
         "{log:?}"
     );
     assert!(log.contains(&"b:end:Downstream".to_string()), "{log:?}");
-    let _ = SystemFrame::Start;
 }
