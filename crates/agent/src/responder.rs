@@ -123,6 +123,17 @@ pub trait Responder: Send + Sync {
     async fn scoped_reply(&self, req: &ScopedRequest) -> Result<String, ResponderError>;
     /// Field extraction from the caller's lines.
     async fn extract(&self, req: &ExtractionRequest) -> Result<ExtractedFields, ResponderError>;
+    /// Post-call classification (SPEC §7.7): `prompt` is
+    /// [`crate::classify::classification_prompt`]; the answer is the
+    /// validated, clamped fields ([`crate::classify::parse_classification`]).
+    /// A responder without a language model has nothing to add: `{}` (the
+    /// deterministic classification of §7.6 is always in the payload).
+    async fn classify(
+        &self,
+        _prompt: &str,
+    ) -> Result<serde_json::Map<String, serde_json::Value>, ResponderError> {
+        Ok(serde_json::Map::new())
+    }
     /// A short name for logs ("scripted", "openai:gpt-4o-mini", …).
     fn name(&self) -> &str;
 }

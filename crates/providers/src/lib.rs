@@ -1,0 +1,25 @@
+//! # providers — CallLock's vendor clients
+//!
+//! Thin protocol layers of our own on `reqwest` (rustls with the ring
+//! provider):
+//!
+//! * [`sse`]: a sans-IO Server-Sent Events decoder.
+//! * [`openai`]: an OpenAI-compatible chat-completions client (streaming
+//!   with tool-call deltas, JSON-object mode) that implements
+//!   `agent::responder::Responder`.
+//! * [`fallback`]: a responder that falls back to the scripted one when the
+//!   LLM errors or is slow to start.
+//! * [`v2`]: the V2 booking backend over HTTP (SPEC §6, D-18 … D-20),
+//!   implementing `agent::backend::Backend`.
+//! * [`dashboard`]: the dashboard webhooks (SPEC §7.8, D-17 signatures).
+//! * `fake` (feature `testing`): loopback fake servers speaking the real
+//!   wire protocols, for tests.
+
+pub mod dashboard;
+pub mod fallback;
+pub mod openai;
+pub mod sse;
+pub mod v2;
+
+#[cfg(feature = "testing")]
+pub mod fake;
