@@ -74,26 +74,187 @@ impl Default for SimSection {
     }
 }
 
+/// The conversation LLM: any OpenAI-compatible chat-completions server
+/// (OpenAI, a local llama.cpp / Ollama / vLLM server, …). Off (the scripted
+/// responder speaks) while `base_url` and `api_key` are both empty.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LlmSection {
+    /// e.g. "https://api.openai.com/v1" or "http://127.0.0.1:8080/v1".
+    /// Empty with an `api_key` set means OpenAI's.
+    pub base_url: String,
+    pub model: String,
+    pub api_key: String,
+    /// Longest wait for the first words of a reply before the scripted line
+    /// is spoken instead.
+    pub first_token_budget_s: f64,
+}
+
+impl Default for LlmSection {
+    fn default() -> Self {
+        LlmSection {
+            base_url: String::new(),
+            model: "gpt-4o-mini".into(),
+            api_key: String::new(),
+            first_token_budget_s: 2.5,
+        }
+    }
+}
+
+/// The OpenAI endpoint used when only an API key is configured.
+pub const OPENAI_BASE_URL: &str = "https://api.openai.com/v1";
+
+impl LlmSection {
+    /// Whether an LLM is configured.
+    pub fn enabled(&self) -> bool {
+        !self.base_url.trim().is_empty() || !self.api_key.trim().is_empty()
+    }
+
+    /// The base URL in use (OpenAI's when only a key is set).
+    pub fn effective_base_url(&self) -> &str {
+        if self.base_url.trim().is_empty() {
+            OPENAI_BASE_URL
+        } else {
+            self.base_url.trim()
+        }
+    }
+}
+
+/// Which booking backend answers the agent's tools.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum BackendKind {
+    /// Bookings in CallLock's own database.
+    #[default]
+    Embedded,
+    /// The V2 backend over HTTP (SPEC §6).
+    V2,
+}
+
+/// The booking backend.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct BackendSection {
+    pub kind: BackendKind,
+    /// V2 base URL (kind = "v2").
+    pub url: String,
+    /// Sent as `X-API-Key` when set.
+    pub api_key: String,
+    pub timeout_s: f64,
+}
+
+impl Default for BackendSection {
+    fn default() -> Self {
+        BackendSection {
+            kind: BackendKind::Embedded,
+            url: String::new(),
+            api_key: String::new(),
+            timeout_s: 10.0,
+        }
+    }
+}
+
+/// The dashboard webhooks (SPEC §7.1–§7.8). Delivery is off while
+/// `jobs_url` is empty.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct DashboardSection {
+    pub jobs_url: String,
+    pub calls_url: String,
+    pub alerts_url: String,
+    pub webhook_secret: String,
+    pub user_email: String,
+    pub timeout_s: f64,
+}
+
+impl Default for DashboardSection {
+    fn default() -> Self {
+        DashboardSection {
+            jobs_url: String::new(),
+            calls_url: String::new(),
+            alerts_url: String::new(),
+            webhook_secret: String::new(),
+            user_email: String::new(),
+            timeout_s: 15.0,
+        }
+    }
+}
+
+impl DashboardSection {
+    /// Whether deliveries are configured (SPEC §7.1: jobs URL and secret).
+    pub fn enabled(&self) -> bool {
+        !self.jobs_url.trim().is_empty() && !self.webhook_secret.is_empty()
+    }
+}
+
+/// Retries of undelivered post-call work (D-17).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct OutboxSection {
+    /// First retry delay; doubled per failed attempt …
+    pub backoff_base_s: f64,
+    /// … up to this cap.
+    pub backoff_max_s: f64,
+    /// How often a running CallLock looks for due deliveries.
+    pub poll_s: f64,
+    /// How long a claimed delivery stays reserved for its worker.
+    pub lease_s: f64,
+}
+
+impl Default for OutboxSection {
+    fn default() -> Self {
+        OutboxSection {
+            backoff_base_s: 5.0,
+            backoff_max_s: 300.0,
+            poll_s: 2.0,
+            lease_s: 120.0,
+        }
+    }
+}
+
 /// The whole configuration.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Config {
-    /// SQLite database file (created on first use).
+    /// The database: a SQLite file (created on first use) or a
+    /// `postgres://` URL (several instances sharing one database).
     pub database: PathBuf,
+    /// This process's name in a shared database (which instance owns a
+    /// live call). Default: the host name.
+    pub instance: String,
     pub business: BusinessProfile,
     pub engine: EngineSection,
     pub sim: SimSection,
+    pub llm: LlmSection,
+    pub backend: BackendSection,
+    pub dashboard: DashboardSection,
+    pub outbox: OutboxSection,
 }
 
 impl Default for Config {
     fn default() -> Self {
         Config {
             database: default_database(),
+            instance: default_instance(),
             business: BusinessProfile::default(),
             engine: EngineSection::default(),
             sim: SimSection::default(),
+            llm: LlmSection::default(),
+            backend: BackendSection::default(),
+            dashboard: DashboardSection::default(),
+            outbox: OutboxSection::default(),
         }
     }
+}
+
+/// The host name (from /etc/hostname or $HOSTNAME), else "calllock".
+pub fn default_instance() -> String {
+    std::env::var("HOSTNAME")
+        .ok()
+        .or_else(|| std::fs::read_to_string("/etc/hostname").ok())
+        .map(|h| h.trim().to_string())
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "calllock".into())
 }
 
 /// `$XDG_DATA_HOME/calllock/calllock.db`, else `~/.local/share/…`, else
@@ -199,6 +360,47 @@ pub fn load_from(path: Option<&Path>, env: &[(String, String)]) -> Result<Config
     if let Some(v) = get("CALLLOCK_DATABASE") {
         cfg.database = PathBuf::from(v);
     }
+    if let Some(v) = get("CALLLOCK_INSTANCE") {
+        cfg.instance = v;
+    }
+    // Vendors: the reference agent's variable names work too.
+    let text_vars: [(&[&str], &mut String); 10] = [
+        (
+            &["CALLLOCK_LLM_BASE_URL", "OPENAI_BASE_URL"],
+            &mut cfg.llm.base_url,
+        ),
+        (&["CALLLOCK_LLM_MODEL"], &mut cfg.llm.model),
+        (
+            &["CALLLOCK_LLM_API_KEY", "OPENAI_API_KEY"],
+            &mut cfg.llm.api_key,
+        ),
+        (&["V2_BACKEND_URL"], &mut cfg.backend.url),
+        (&["V2_API_KEY"], &mut cfg.backend.api_key),
+        (&["DASHBOARD_JOBS_URL"], &mut cfg.dashboard.jobs_url),
+        (&["DASHBOARD_CALLS_URL"], &mut cfg.dashboard.calls_url),
+        (&["DASHBOARD_ALERTS_URL"], &mut cfg.dashboard.alerts_url),
+        (
+            &["DASHBOARD_WEBHOOK_SECRET"],
+            &mut cfg.dashboard.webhook_secret,
+        ),
+        (&["DASHBOARD_USER_EMAIL"], &mut cfg.dashboard.user_email),
+    ];
+    for (keys, target) in text_vars {
+        if let Some(v) = keys.iter().find_map(|k| get(k)) {
+            *target = v;
+        }
+    }
+    if get("V2_BACKEND_URL").is_some() {
+        cfg.backend.kind = BackendKind::V2;
+    }
+    match get("CALLLOCK_BACKEND").as_deref() {
+        None => {}
+        Some("embedded") => cfg.backend.kind = BackendKind::Embedded,
+        Some("v2") => cfg.backend.kind = BackendKind::V2,
+        Some(other) => problems.push(format!(
+            "CALLLOCK_BACKEND={other:?} must be \"embedded\" or \"v2\""
+        )),
+    }
     let b = &mut cfg.business;
     if let Some(v) = get("CALLLOCK_COMPANY_NAME") {
         b.company_name = v;
@@ -251,11 +453,96 @@ pub fn load_from(path: Option<&Path>, env: &[(String, String)]) -> Result<Config
             cfg.sim.speech_chars_per_s
         ));
     }
+    problems.extend(vendor_problems(&cfg));
     if problems.is_empty() {
         Ok(cfg)
     } else {
         Err(fail(problems))
     }
+}
+
+/// What is wrong with the vendor sections, in plain words.
+fn vendor_problems(cfg: &Config) -> Vec<String> {
+    let mut out = Vec::new();
+    let url_ok = |u: &str| u.starts_with("http://") || u.starts_with("https://");
+    let mut url = |name: &str, v: &str, required: bool| {
+        let v = v.trim();
+        if v.is_empty() {
+            if required {
+                out.push(format!("{name} is required"));
+            }
+        } else if !url_ok(v) {
+            out.push(format!("{name} = {v:?} must be an http:// or https:// URL"));
+        }
+    };
+    url("llm.base_url", &cfg.llm.base_url, false);
+    url(
+        "backend.url (V2_BACKEND_URL)",
+        &cfg.backend.url,
+        cfg.backend.kind == BackendKind::V2,
+    );
+    let d = &cfg.dashboard;
+    let any_dashboard =
+        !d.jobs_url.is_empty() || !d.calls_url.is_empty() || !d.alerts_url.is_empty();
+    url(
+        "dashboard.jobs_url (DASHBOARD_JOBS_URL)",
+        &d.jobs_url,
+        any_dashboard,
+    );
+    url(
+        "dashboard.calls_url (DASHBOARD_CALLS_URL)",
+        &d.calls_url,
+        any_dashboard,
+    );
+    url(
+        "dashboard.alerts_url (DASHBOARD_ALERTS_URL)",
+        &d.alerts_url,
+        false,
+    );
+    if any_dashboard && d.webhook_secret.is_empty() {
+        out.push(
+            "dashboard.webhook_secret (DASHBOARD_WEBHOOK_SECRET) is required when the dashboard \
+             URLs are set"
+                .into(),
+        );
+    }
+    if cfg.llm.enabled() && cfg.llm.model.trim().is_empty() {
+        out.push("llm.model must not be empty".into());
+    }
+    for (name, v, lo, hi) in [
+        (
+            "llm.first_token_budget_s",
+            cfg.llm.first_token_budget_s,
+            0.1,
+            30.0,
+        ),
+        ("backend.timeout_s", cfg.backend.timeout_s, 0.1, 120.0),
+        ("dashboard.timeout_s", cfg.dashboard.timeout_s, 0.1, 120.0),
+        (
+            "outbox.backoff_base_s",
+            cfg.outbox.backoff_base_s,
+            0.01,
+            3600.0,
+        ),
+        (
+            "outbox.backoff_max_s",
+            cfg.outbox.backoff_max_s,
+            0.01,
+            86400.0,
+        ),
+        ("outbox.poll_s", cfg.outbox.poll_s, 0.01, 3600.0),
+        ("outbox.lease_s", cfg.outbox.lease_s, 1.0, 86400.0),
+    ] {
+        if !(v.is_finite() && (lo..=hi).contains(&v)) {
+            out.push(format!(
+                "{name} = {v} must be between {lo} and {hi} seconds"
+            ));
+        }
+    }
+    if cfg.instance.trim().is_empty() {
+        out.push("instance must not be empty".into());
+    }
+    out
 }
 
 /// A commented example configuration (printed by `calllock config --example`).
@@ -291,6 +578,42 @@ idle_max_prompts = 2       # then goodbye and hang up
 llm_latency_s = 0.6
 tool_latency_s = 0.3
 speech_chars_per_s = 15.0
+
+# The conversation LLM: any OpenAI-compatible server. Off while base_url
+# and api_key are empty (the scripted responder speaks). Env:
+# CALLLOCK_LLM_BASE_URL / OPENAI_BASE_URL, CALLLOCK_LLM_MODEL,
+# CALLLOCK_LLM_API_KEY / OPENAI_API_KEY.
+[llm]
+base_url = ""                # e.g. "http://127.0.0.1:8080/v1" (llama.cpp)
+model = "gpt-4o-mini"
+api_key = ""
+first_token_budget_s = 2.5   # then the scripted line is spoken instead
+
+# The booking backend: "embedded" (this database) or "v2" (HTTP, SPEC §6).
+# Env: CALLLOCK_BACKEND, V2_BACKEND_URL (implies v2), V2_API_KEY.
+[backend]
+kind = "embedded"
+url = ""
+api_key = ""
+timeout_s = 10.0
+
+# Dashboard webhooks; off while jobs_url is empty. Env: DASHBOARD_JOBS_URL,
+# DASHBOARD_CALLS_URL, DASHBOARD_ALERTS_URL, DASHBOARD_WEBHOOK_SECRET,
+# DASHBOARD_USER_EMAIL.
+[dashboard]
+jobs_url = ""
+calls_url = ""
+alerts_url = ""
+webhook_secret = ""
+user_email = ""
+timeout_s = 15.0
+
+# Undelivered post-call work is retried until accepted (D-17).
+[outbox]
+backoff_base_s = 5.0         # doubled per failed attempt …
+backoff_max_s = 300.0        # … up to this
+poll_s = 2.0
+lease_s = 120.0
 "#;
 
 #[cfg(test)]
@@ -317,6 +640,54 @@ mod tests {
         assert_eq!(c.business, BusinessProfile::default());
         assert_eq!(c.engine, EngineSection::default());
         assert_eq!(c.sim, SimSection::default());
+        assert_eq!(c.llm, LlmSection::default());
+        assert_eq!(c.backend, BackendSection::default());
+        assert_eq!(c.dashboard, DashboardSection::default());
+        assert_eq!(c.outbox, OutboxSection::default());
+    }
+
+    #[test]
+    fn reference_variable_names_configure_the_vendors() {
+        let c = load_from(
+            None,
+            &env(&[
+                ("OPENAI_API_KEY", "sk-x"),
+                ("V2_BACKEND_URL", "http://127.0.0.1:9/"),
+                ("V2_API_KEY", "k"),
+                ("DASHBOARD_JOBS_URL", "http://127.0.0.1:9/jobs"),
+                ("DASHBOARD_CALLS_URL", "http://127.0.0.1:9/calls"),
+                ("DASHBOARD_WEBHOOK_SECRET", "s"),
+            ]),
+        )
+        .unwrap();
+        assert!(c.llm.enabled());
+        assert_eq!(c.llm.effective_base_url(), OPENAI_BASE_URL);
+        assert_eq!(c.backend.kind, BackendKind::V2);
+        assert_eq!(c.backend.api_key, "k");
+        assert!(c.dashboard.enabled());
+        assert!(!Config::default().llm.enabled());
+        assert!(!Config::default().dashboard.enabled());
+    }
+
+    #[test]
+    fn half_configured_vendors_are_named() {
+        let err = load_from(
+            None,
+            &env(&[
+                ("CALLLOCK_BACKEND", "v2"),
+                ("DASHBOARD_JOBS_URL", "ftp://x"),
+                ("CALLLOCK_LLM_BASE_URL", "localhost:8080"),
+            ]),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.contains("backend.url (V2_BACKEND_URL) is required"),
+            "{err}"
+        );
+        assert!(err.contains("must be an http:// or https:// URL"), "{err}");
+        assert!(err.contains("webhook_secret"), "{err}");
+        assert!(err.contains("llm.base_url"), "{err}");
     }
 
     #[test]
