@@ -18,6 +18,7 @@
 pub mod dashboard;
 pub mod fallback;
 pub mod openai;
+pub mod probe;
 pub mod sse;
 pub mod v2;
 
