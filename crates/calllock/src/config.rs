@@ -290,6 +290,23 @@ impl std::fmt::Display for ConfigErrors {
 
 impl std::error::Error for ConfigErrors {}
 
+/// Where the configuration comes from (for messages): the file, or
+/// "embedded defaults".
+pub fn source_of(path: Option<&Path>) -> String {
+    path.map(Path::to_path_buf)
+        .or_else(|| {
+            std::env::var_os("CALLLOCK_CONFIG")
+                .filter(|v| !v.is_empty())
+                .map(PathBuf::from)
+        })
+        .or_else(|| {
+            let p = PathBuf::from("calllock.toml");
+            p.exists().then_some(p)
+        })
+        .map(|p| p.display().to_string())
+        .unwrap_or_else(|| "embedded defaults".into())
+}
+
 /// Load the configuration from an optional file and the environment.
 pub fn load(path: Option<&Path>) -> Result<Config, ConfigErrors> {
     let env: Vec<(String, String)> = std::env::vars().collect();

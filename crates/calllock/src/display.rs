@@ -93,6 +93,7 @@ impl Observer for LivePrinter {
                     EndedBy::Agent => "agent hung up",
                     EndedBy::Caller => "caller hung up",
                     EndedBy::TimeLimit => "call stopped at the time limit",
+                    EndedBy::Interrupted => "interrupted (the process stopped mid-call)",
                 };
                 println!("{}", dim(&format!("{t:6.1}s   {who}"), c));
             }

@@ -4,6 +4,10 @@
 //! output. The `calllock` binary is a thin CLI over this library.
 
 pub mod config;
+pub mod delivery;
+pub mod journal;
+pub mod ops;
+pub mod wiring;
 pub mod console;
 pub mod demo;
 pub mod display;

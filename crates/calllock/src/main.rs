@@ -121,6 +121,36 @@ enum Command {
         #[arg(long, default_value_t = 50)]
         limit: i64,
     },
+    /// Print one call's timestamped transcript: gaps of 2 s or more are
+    /// marked (┆ +3.1s), gaps of 5 s or more are marked SLOW. Works for
+    /// live and interrupted calls too (read from the call's event log).
+    Transcript {
+        /// The call id (as listed by `calllock calls`).
+        id: String,
+        /// Mark gaps at least this long (seconds).
+        #[arg(long, value_name = "S", default_value_t = 2.0)]
+        gap: f64,
+        /// Print the SPEC §7.9 JSON dump instead.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show post-call deliveries waiting in the outbox (dashboard records,
+    /// emergency alerts, callbacks not yet created) and why they wait;
+    /// `calllock outbox deliver` retries them now.
+    Outbox {
+        #[command(subcommand)]
+        action: Option<OutboxCommand>,
+        /// Also list delivered items.
+        #[arg(long)]
+        all: bool,
+        /// At most this many items.
+        #[arg(long, default_value_t = 100)]
+        limit: i64,
+    },
+    /// Check the configuration, the database and every configured vendor
+    /// (LLM, V2 backend, dashboard) and say what is missing. Exit status 1
+    /// when something configured is not working.
+    Doctor,
     /// Load the demo customers into the database (idempotent; chat and demo
     /// do it on first run).
     Seed,
@@ -129,6 +159,20 @@ enum Command {
         /// Print a commented example configuration file.
         #[arg(long)]
         example: bool,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+enum OutboxCommand {
+    /// Recover calls a crash left unfinished, then deliver what is due
+    /// (ignoring backoff with --now), and report.
+    Deliver {
+        /// Attempt every pending item now, whatever its backoff says.
+        #[arg(long)]
+        now: bool,
+        /// Keep running, retrying with backoff, until interrupted (Ctrl-C).
+        #[arg(long)]
+        watch: bool,
     },
 }
 
@@ -198,6 +242,30 @@ async fn run(cli: Cli) -> Result<()> {
             Ok(())
         }
         Command::Chat { caller_id } => chat(&cfg, caller_id).await,
+        Command::Transcript { id, gap, json } => {
+            if !(gap.is_finite() && gap > 0.0) {
+                bail!("--gap must be a positive number of seconds");
+            }
+            let store = open_store(&cfg).await?;
+            calllock::ops::transcript(&store, &id, gap, json).await
+        }
+        Command::Outbox { action, all, limit } => {
+            let store = open_store(&cfg).await?;
+            match action {
+                None => calllock::ops::show_outbox(&store, all, limit.clamp(1, 100_000)).await,
+                Some(OutboxCommand::Deliver { now, watch }) => {
+                    outbox_deliver(&cfg, store, now, watch).await
+                }
+            }
+        }
+        Command::Doctor => {
+            let source = config::source_of(cli.config.as_deref());
+            if calllock::ops::doctor(&cfg, &source).await {
+                Ok(())
+            } else {
+                std::process::exit(1)
+            }
+        }
         Command::Voice { caller_id } => voice_call(&cfg, caller_id).await,
         Command::Demo { only, brief } => demo::run(&cfg, only.as_deref(), brief).await,
         Command::Replay {
@@ -327,20 +395,50 @@ fn timing_of(cfg: &config::Config) -> sim::Timing {
 }
 
 async fn open_store(cfg: &config::Config) -> Result<store::Store> {
-    store::Store::open(&cfg.database)
-        .await
-        .with_context(|| format!("opening the database {}", cfg.database.display()))
+    calllock::wiring::open_store(cfg).await
 }
 
-/// The embedded backend over `store`, seeded with the demo customers.
-async fn embedded_backend(cfg: &config::Config, store: store::Store) -> Result<Arc<dyn Backend>> {
-    let backend = store::EmbeddedBackend::new(store, cfg.business.clone());
-    backend
-        .seed_demo(chrono::Utc::now())
-        .await
-        .context("seeding demo data")?;
-    Ok(Arc::new(backend))
+/// `calllock outbox deliver`.
+async fn outbox_deliver(cfg: &config::Config, store: store::Store, now: bool, watch: bool) -> Result<()> {
+    let vendors = calllock::wiring::vendors(cfg, store).await?;
+    let post = vendors.post_call(cfg);
+    let recovered = calllock::delivery::recover(&post, &cfg.instance).await?;
+    if !recovered.is_empty() {
+        eprintln!("recovered {} interrupted call(s): {}", recovered.len(), recovered.join(", "));
+    }
+    let worker = vendors.outbox_worker(cfg);
+    let clock = calllock::delivery::system_clock();
+    let pass_clock: calllock::delivery::Clock = if now {
+        // Everything pending is due: look far ahead.
+        Arc::new(|| chrono::Utc::now().timestamp() as f64 + 1e9)
+    } else {
+        clock.clone()
+    };
+    let r = worker.drain_due(&pass_clock).await?;
+    println!(
+        "attempted {}: {} delivered, {} failed (retried later with backoff)",
+        r.claimed, r.delivered, r.failed
+    );
+    if watch {
+        let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+        tokio::spawn(async move {
+            let _ = tokio::signal::ctrl_c().await;
+            let _ = stop_tx.send(true);
+        });
+        eprintln!("watching the outbox; Ctrl-C stops");
+        worker
+            .run(
+                clock,
+                std::time::Duration::from_secs_f64(cfg.outbox.poll_s),
+                stop_rx,
+            )
+            .await;
+    }
+    let left = vendors.store.outbox_pending().await?.len();
+    println!("{left} pending");
+    Ok(())
 }
+
 
 fn new_call_id(prefix: &str) -> String {
     let now = chrono::Utc::now();
@@ -353,20 +451,30 @@ async fn chat(cfg: &config::Config, caller_id: String) -> Result<()> {
         "calling {} from {caller_id} (call {}); type as the caller, Ctrl-D hangs up",
         cfg.business.company_name, c.call_id
     ));
-    let responder: Arc<dyn Responder> = c.scripted;
+    let responder = c.vendors.responder.clone();
     let rx = stdin_lines();
     let mut printer = display::LivePrinter::new(c.color);
     let start = chrono::Utc::now().timestamp_millis() as f64 / 1000.0;
+    let journal = calllock::journal::Journal::begin(
+        &c.vendors.store,
+        &c.call_id,
+        &caller_id,
+        start,
+        &cfg.instance,
+    )
+    .await
+    .context("registering the call")?;
+    let mut observer = calllock::journal::JournalObserver::new(journal.clone(), start, &mut printer);
     let driver = sim::CallDriver::new(
         c.engine,
-        c.backend.clone(),
+        c.vendors.backend.clone(),
         responder,
         timing_of(cfg),
         start,
-        &mut printer,
+        &mut observer,
     );
     let mut outcome = driver.run_interactive(rx).await;
-    save_and_report(&c.store, c.backend.as_ref(), &mut outcome, c.color).await
+    c.finish(cfg, journal, &mut outcome).await
 }
 
 /// Lines typed on stdin (control characters removed); `None` at end of
@@ -402,29 +510,79 @@ fn stdin_lines() -> tokio::sync::mpsc::Receiver<Option<String>> {
 
 /// What a call typed on the console (`chat`, `voice`) starts from.
 struct ConsoleCall {
-    store: store::Store,
-    backend: Arc<dyn agent::backend::Backend>,
-    scripted: Arc<ScriptedResponder>,
+    vendors: calllock::wiring::Vendors,
     engine: Engine,
     call_id: String,
     color: bool,
+    /// Stops the background outbox worker.
+    stop_worker: tokio::sync::watch::Sender<bool>,
 }
 
 impl ConsoleCall {
     async fn open(cfg: &config::Config, caller_id: &str, prefix: &str) -> Result<Self> {
         let store = open_store(cfg).await?;
-        let backend = embedded_backend(cfg, store.clone()).await?;
+        let vendors = calllock::wiring::vendors(cfg, store).await?;
+        // A call a crash left unfinished is recovered first; then the
+        // outbox is worked in the background while the call runs.
+        let post = vendors.post_call(cfg);
+        match calllock::delivery::recover(&post, &cfg.instance).await {
+            Ok(ids) if !ids.is_empty() => eprintln!(
+                "recovered {} call(s) interrupted mid-call: {}",
+                ids.len(),
+                ids.join(", ")
+            ),
+            Ok(_) => {}
+            Err(e) => tracing::error!(error = %e, "cannot recover interrupted calls"),
+        }
+        let (stop_worker, stop_rx) = tokio::sync::watch::channel(false);
+        tokio::spawn(vendors.outbox_worker(cfg).run(
+            calllock::delivery::system_clock(),
+            std::time::Duration::from_secs_f64(cfg.outbox.poll_s),
+            stop_rx,
+        ));
         let call_id = new_call_id(prefix);
         let mut session = Session::new(caller_id.to_string());
         session.call_sid = call_id.clone();
         Ok(ConsoleCall {
-            store,
-            backend,
-            scripted: Arc::new(ScriptedResponder::new(cfg.business.clone())),
+            vendors,
             engine: Engine::new(session, cfg.business.clone(), cfg.engine.engine_config()),
             call_id,
             color: std::io::stdout().is_terminal(),
+            stop_worker,
         })
+    }
+
+    /// Close the journal, run post-call processing, print the outcome.
+    async fn finish(
+        &self,
+        cfg: &config::Config,
+        journal: calllock::journal::Journal,
+        outcome: &mut sim::Outcome,
+    ) -> Result<()> {
+        let stats = journal.close().await;
+        if stats.lost > 0 {
+            eprintln!("warning: {} call events could not be written", stats.lost);
+        }
+        let report = self
+            .vendors
+            .post_call(cfg)
+            .handle_call_ended(outcome, false)
+            .await;
+        let _ = self.stop_worker.send(true);
+        display::print_summary(&report.finished, self.color);
+        let mut note = format!("saved; see `calllock calls show {}`", report.finished.call_id);
+        if self.vendors.dashboard.is_some() {
+            if report.pending.is_empty() {
+                note.push_str("; delivered to the dashboard");
+            } else {
+                note.push_str(&format!(
+                    "; {} deliveries wait in the outbox (`calllock outbox`)",
+                    report.pending.len()
+                ));
+            }
+        }
+        eprintln!("{}", display::dim(&note, self.color));
+        Ok(())
     }
 
     fn banner(&self, text: &str) {
@@ -443,11 +601,20 @@ async fn voice_call(cfg: &config::Config, caller_id: String) -> Result<()> {
          hangs up",
         cfg.business.company_name, c.call_id
     ));
-    let responder: Arc<dyn Responder> = c.scripted.clone();
+    let responder: Arc<dyn Responder> = c.vendors.scripted.clone();
     let start = chrono::Utc::now().timestamp_millis() as f64 / 1000.0;
+    let journal = calllock::journal::Journal::begin(
+        &c.vendors.store,
+        &c.call_id,
+        &caller_id,
+        start,
+        &cfg.instance,
+    )
+    .await
+    .context("registering the call")?;
     let timing = timing_of(cfg);
     let llm = scripted_llm(
-        c.scripted.clone(),
+        c.vendors.scripted.clone(),
         std::time::Duration::from_secs_f64(timing.llm_latency_s.clamp(0.0, 60.0)),
         std::time::Duration::from_millis(30),
     );
@@ -458,7 +625,7 @@ async fn voice_call(cfg: &config::Config, caller_id: String) -> Result<()> {
     let mut call = start_call(
         CallParts {
             engine: c.engine,
-            backend: c.backend.clone(),
+            backend: c.vendors.backend.clone(),
             responder,
             llm: Arc::new(llm),
             tts: Arc::new(tts),
@@ -512,26 +679,6 @@ async fn voice_call(cfg: &config::Config, caller_id: String) -> Result<()> {
         end_time: end,
         tools: Vec::new(),
     };
-    save_and_report(&c.store, c.backend.as_ref(), &mut outcome, c.color).await
+    c.finish(cfg, journal, &mut outcome).await
 }
 
-/// Keep a promised callback, classify, save and print a finished call.
-async fn save_and_report(
-    store: &store::Store,
-    backend: &dyn agent::backend::Backend,
-    outcome: &mut sim::Outcome,
-    color: bool,
-) -> Result<()> {
-    record::keep_callback_promise(outcome, backend).await;
-    let fc = record::classify(outcome, "");
-    record::save(store, outcome, &fc).await?;
-    display::print_summary(&fc, color);
-    eprintln!(
-        "{}",
-        display::dim(
-            &format!("saved; see `calllock calls show {}`", fc.call_id),
-            color
-        )
-    );
-    Ok(())
-}

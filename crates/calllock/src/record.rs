@@ -101,6 +101,7 @@ pub fn classify(outcome: &Outcome, user_email: &str) -> FinishedCall {
             EndedBy::Agent => "agent",
             EndedBy::Caller => "caller",
             EndedBy::TimeLimit => "time_limit",
+            EndedBy::Interrupted => "interrupted",
         },
         "duration_s": ((outcome.end_time - outcome.start_time) * 10.0).round() / 10.0,
         "tags": tags,

@@ -87,6 +87,9 @@ pub enum EndedBy {
     Caller,
     /// The driver stopped a call that ran past its time limit.
     TimeLimit,
+    /// The process stopped mid-call (crash, kill); the call was rebuilt
+    /// from its event log at the next start.
+    Interrupted,
 }
 
 /// Something that happened, for display.
@@ -117,6 +120,8 @@ pub enum CallEvent {
 /// Receives [`CallEvent`]s as they happen (`t` = seconds since call start).
 pub trait Observer {
     fn on_event(&mut self, t: f64, event: &CallEvent);
+    /// The session after each handled event (for durable journals).
+    fn on_session(&mut self, _t: f64, _session: &Session) {}
 }
 
 /// An observer that ignores everything.
@@ -369,6 +374,12 @@ impl<'o> CallDriver<'o> {
     }
 
     async fn dispatch(&mut self, ev: Ev) {
+        self.dispatch_event(ev).await;
+        let t = self.rel();
+        self.observer.on_session(t, self.engine.session());
+    }
+
+    async fn dispatch_event(&mut self, ev: Ev) {
         match ev {
             Ev::Caller(text) => {
                 let state = self.engine.state();
@@ -448,6 +459,8 @@ impl<'o> CallDriver<'o> {
     async fn connect(&mut self) {
         self.engine.session_mut().start_time = self.start;
         self.feed(Input::ClientConnected).await;
+        let t = self.rel();
+        self.observer.on_session(t, self.engine.session());
     }
 
     /// Pop and handle the next due event (virtual clock). False when idle.

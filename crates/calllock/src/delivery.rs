@@ -1,0 +1,574 @@
+//! Post-call processing and the durable outbox (SPEC §7.1–§7.5, §7.8; D-4,
+//! D-17).
+//!
+//! [`PostCall::handle_call_ended`] does what the reference's
+//! `handle_call_ended` does — keep a promised callback (D-4), classify the
+//! call (deterministic §7.6 plus the LLM's §7.7 fields when a model is
+//! configured), save the record, send the job, the call and (after a safety
+//! exit) the emergency alert to the dashboard, emit the transcript dump —
+//! with one difference that matters to the business owner: every delivery
+//! and every callback that could not be created is first written to the
+//! `outbox` table, so nothing is lost when the dashboard or the backend is
+//! down, or the process dies. Each delivery gets the reference's immediate
+//! attempt (one retry after 2 s); whatever is still undelivered is retried
+//! by an [`OutboxWorker`] with exponential backoff (capped) until accepted,
+//! across restarts, in order per call, by one worker at a time (leases;
+//! `SKIP LOCKED` on PostgreSQL).
+//!
+//! Dashboard requests carry `X-Webhook-Secret`, the D-17
+//! `X-Webhook-Signature` (HMAC-SHA256 of the body) and an `Idempotency-Key`
+//! (the outbox item id), so a receiver can drop the duplicate that an
+//! at-least-once retry after a crash mid-request could produce.
+
+use crate::record::{self, FinishedCall};
+use crate::sim::Outcome;
+use agent::backend::{Backend, ToolCall};
+use agent::classify::classification_prompt;
+use agent::postcall::{booking_status, build_call_payload, build_emergency_alert, merge_classification};
+use agent::responder::Responder;
+use agent::session::TranscriptEntry;
+use agent::transcript::{chunk_transcript_dump, to_plain_text, to_timestamped_dump};
+use agent::State;
+use providers::dashboard::DashboardClient;
+use serde_json::{json, Map, Value};
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Seconds since the Unix epoch.
+pub type Clock = Arc<dyn Fn() -> f64 + Send + Sync>;
+
+/// A sleep that tests can replace (records the durations, returns at once).
+pub type Sleeper = Arc<dyn Fn(Duration) -> Pin<Box<dyn Future<Output = ()> + Send>> + Send + Sync>;
+
+/// The system clock.
+pub fn system_clock() -> Clock {
+    Arc::new(|| chrono::Utc::now().timestamp_millis() as f64 / 1000.0)
+}
+
+/// A real sleep.
+pub fn real_sleeper() -> Sleeper {
+    Arc::new(|d| Box::pin(tokio::time::sleep(d)))
+}
+
+/// Retry delays of the outbox: `base · 2^(attempts − 1)`, at most `max`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Backoff {
+    pub base_s: f64,
+    pub max_s: f64,
+}
+
+impl Default for Backoff {
+    fn default() -> Self {
+        Backoff {
+            base_s: 5.0,
+            max_s: 300.0,
+        }
+    }
+}
+
+impl Backoff {
+    /// The wait after the `attempts`-th failed attempt (≥ 1).
+    pub fn delay_s(&self, attempts: i64) -> f64 {
+        let exp = attempts.clamp(1, 40) - 1;
+        (self.base_s * 2f64.powi(exp as i32)).min(self.max_s)
+    }
+}
+
+/// Where a kind of outbox item goes.
+pub mod kind {
+    pub const JOB: &str = "job";
+    pub const CALL: &str = "call";
+    pub const ALERT: &str = "alert";
+    pub const CALLBACK: &str = "callback";
+}
+
+/// The reference's immediate retry pause (SPEC §7.8).
+pub const IMMEDIATE_RETRY_PAUSE: Duration = Duration::from_secs(2);
+
+/// Everything post-call processing talks to.
+#[derive(Clone)]
+pub struct PostCall {
+    pub store: store::Store,
+    /// `None`: dashboard delivery is not configured (the record is still
+    /// saved, promised callbacks are still kept).
+    pub dashboard: Option<Arc<DashboardClient>>,
+    pub user_email: String,
+    pub backend: Arc<dyn Backend>,
+    /// What `create_callback` items are labelled with in the outbox (the V2
+    /// URL, or `embedded:create_callback`).
+    pub callback_target: String,
+    pub responder: Arc<dyn Responder>,
+    pub backoff: Backoff,
+    pub clock: Clock,
+    pub sleeper: Sleeper,
+    /// How long an item enqueued by the immediate attempt stays reserved
+    /// for it before a worker may take it over (a crash in between).
+    pub reserve_s: f64,
+}
+
+/// What post-call processing did.
+#[derive(Debug, Clone)]
+pub struct PostCallReport {
+    pub finished: FinishedCall,
+    /// `TRANSCRIPT_DUMP|i/n|JSON` lines (also logged).
+    pub dump_lines: Vec<String>,
+    /// Target URLs left pending in the outbox.
+    pub pending: Vec<String>,
+    /// The LLM classification merged into the job (empty offline).
+    pub classification: Map<String, Value>,
+}
+
+impl PostCall {
+    fn now(&self) -> f64 {
+        (self.clock)()
+    }
+
+    /// Everything that happens when a call ends (see the module docs).
+    /// `interrupted`: the call was rebuilt from its journal after a crash
+    /// (its status stays `interrupted`). Never fails: every problem is
+    /// logged and whatever could not be done waits in the outbox.
+    pub async fn handle_call_ended(&self, outcome: &mut Outcome, interrupted: bool) -> PostCallReport {
+        let call_id = outcome.session.call_sid.clone();
+        let mut pending = Vec::new();
+
+        // D-4: a promised callback that was not created is created now, or
+        // waits in the outbox.
+        if let Some(url) = self.keep_callback_promise(outcome).await {
+            pending.push(url);
+        }
+
+        // §7.7: the LLM's classification (offline: nothing to add).
+        let s = &outcome.session;
+        let transcript_text = to_plain_text(&s.transcript_log);
+        let classification = if transcript_text.trim().is_empty() {
+            Map::new()
+        } else {
+            let prompt = classification_prompt(
+                &s.customer_name,
+                s.state,
+                booking_status(s),
+                &s.urgency_tier,
+                &transcript_text,
+            );
+            self.responder.classify(&prompt).await.unwrap_or_default()
+        };
+
+        let mut fc = record::classify(outcome, &self.user_email);
+        if let Some(job) = fc.record.get_mut("job_payload") {
+            merge_classification(job, &classification);
+        }
+        if !classification.is_empty() {
+            fc.record["classification"] = Value::Object(classification.clone());
+        }
+        if let Err(e) = record::save(&self.store, outcome, &fc, interrupted).await {
+            tracing::error!(call_id, error = %e, "cannot save the call record");
+        }
+
+        if let Some(dash) = &self.dashboard {
+            pending.extend(self.deliver_to_dashboard(dash, outcome, &fc).await);
+        } else {
+            tracing::debug!(call_id, "dashboard delivery not configured");
+        }
+
+        // §7.9: the transcript dump as chunked log lines.
+        let dump_lines = transcript_dump_lines(outcome);
+        for line in &dump_lines {
+            tracing::info!(target: "calllock::transcript", "{line}");
+        }
+        if let Err(e) = self.store.mark_postcall_done(&call_id).await {
+            tracing::error!(call_id, error = %e, "cannot mark post-call processing done");
+        }
+        PostCallReport {
+            finished: fc,
+            dump_lines,
+            pending,
+            classification,
+        }
+    }
+
+    /// D-4. Returns the outbox target when the callback is left pending.
+    async fn keep_callback_promise(&self, outcome: &mut Outcome) -> Option<String> {
+        let s = &mut outcome.session;
+        if !s.state.promises_callback() || s.callback_created {
+            return None;
+        }
+        let call = agent::backend::callback_request(s);
+        let item = store::NewOutboxItem {
+            call_id: s.call_sid.clone(),
+            kind: kind::CALLBACK.into(),
+            target_url: self.callback_target.clone(),
+            payload: serde_json::to_value(&call).unwrap_or(Value::Null),
+        };
+        let id = self.enqueue(&item).await;
+        let result = self.backend.call(&call).await;
+        let ok = agent::tools::call_succeeded(&result);
+        if ok {
+            s.callback_created = true;
+        } else {
+            s.callback_attempts += 1;
+        }
+        s.transcript_log.push(TranscriptEntry::tool(
+            "create_callback",
+            result.clone(),
+            outcome.end_time,
+            s.state,
+        ));
+        self.settle(id.as_deref(), ok, &result, "callback not created").await;
+        (!ok).then(|| self.callback_target.clone())
+    }
+
+    /// Write an item to the outbox, reserved for the immediate attempt.
+    async fn enqueue(&self, item: &store::NewOutboxItem) -> Option<String> {
+        let now = self.now();
+        match self
+            .store
+            .outbox_enqueue_reserved(item, now, now + self.reserve_s)
+            .await
+        {
+            Ok(id) => Some(id),
+            Err(e) => {
+                // Still attempt the delivery; it just is not durable.
+                tracing::error!(call_id = item.call_id, kind = item.kind, error = %e, "cannot write to the outbox");
+                None
+            }
+        }
+    }
+
+    /// Record the immediate attempt's outcome on the outbox item.
+    async fn settle(&self, id: Option<&str>, ok: bool, response: &Value, what: &str) {
+        let Some(id) = id else { return };
+        let now = self.now();
+        let r = if ok {
+            self.store.outbox_settle_delivered(id, response, now).await
+        } else {
+            let err = response
+                .get("error")
+                .or_else(|| response.get("message"))
+                .and_then(Value::as_str)
+                .unwrap_or(what)
+                .to_string();
+            self.store
+                .outbox_settle_failed(id, &err, now + self.backoff.delay_s(1))
+                .await
+        };
+        if let Err(e) = r {
+            tracing::error!(id, error = %e, "cannot update the outbox");
+        }
+    }
+
+    /// §7.1 steps 2–5. Returns the URLs left pending.
+    async fn deliver_to_dashboard(
+        &self,
+        dash: &DashboardClient,
+        outcome: &Outcome,
+        fc: &FinishedCall,
+    ) -> Vec<String> {
+        let s = &outcome.session;
+        let mut pending = Vec::new();
+        let cfg = dash.config();
+        let job = fc.record.get("job_payload").cloned().unwrap_or(Value::Null);
+        let job_answer = self
+            .deliver_now(dash, &s.call_sid, kind::JOB, &cfg.jobs_url, job)
+            .await;
+        let (lead_id, job_id) = match &job_answer {
+            Ok(v) => (id_field(v, "lead_id"), id_field(v, "job_id")),
+            Err(url) => {
+                pending.push(url.clone());
+                (None, None)
+            }
+        };
+        let call = build_call_payload(
+            s.state,
+            s,
+            outcome.end_time,
+            &self.user_email,
+            lead_id.as_deref(),
+            job_id.as_deref(),
+            record::utc(self.now()),
+        );
+        if let Err(url) = self
+            .deliver_now(dash, &s.call_sid, kind::CALL, &cfg.calls_url, call)
+            .await
+        {
+            pending.push(url);
+        }
+        if s.state == State::SafetyExit && !cfg.alerts_url.is_empty() {
+            let alert = build_emergency_alert(s, record::utc(self.now()), &self.user_email);
+            if let Err(url) = self
+                .deliver_now(dash, &s.call_sid, kind::ALERT, &cfg.alerts_url, alert)
+                .await
+            {
+                pending.push(url);
+            }
+        }
+        pending
+    }
+
+    /// Enqueue, then the reference's attempt + one retry after 2 s. Ok =
+    /// the dashboard's answer; Err = the URL, left pending.
+    async fn deliver_now(
+        &self,
+        dash: &DashboardClient,
+        call_id: &str,
+        kind: &str,
+        url: &str,
+        payload: Value,
+    ) -> Result<Value, String> {
+        let item = store::NewOutboxItem {
+            call_id: call_id.to_string(),
+            kind: kind.to_string(),
+            target_url: url.to_string(),
+            payload: payload.clone(),
+        };
+        let id = self.enqueue(&item).await;
+        let body = serde_json::to_vec(&payload).unwrap_or_default();
+        let mut last_err = String::new();
+        for attempt in 0..2 {
+            if attempt > 0 {
+                (self.sleeper)(IMMEDIATE_RETRY_PAUSE).await;
+            }
+            match dash.post_once(url, &body, id.as_deref()).await {
+                Ok(answer) => {
+                    self.settle(id.as_deref(), true, &answer, "").await;
+                    return Ok(answer);
+                }
+                Err(e) => {
+                    last_err = e.to_string();
+                    tracing::warn!(call_id, kind, url, error = %last_err, attempt = attempt + 1, "dashboard delivery failed");
+                }
+            }
+        }
+        self.settle(id.as_deref(), false, &json!({ "error": last_err }), "")
+            .await;
+        Err(url.to_string())
+    }
+}
+
+fn id_field(v: &Value, key: &str) -> Option<String> {
+    match v.get(key)? {
+        Value::String(s) if !s.is_empty() => Some(s.clone()),
+        Value::Number(n) => Some(n.to_string()),
+        _ => None,
+    }
+}
+
+/// The §7.9 dump of a finished call as `TRANSCRIPT_DUMP|i/n|JSON` lines.
+pub fn transcript_dump_lines(outcome: &Outcome) -> Vec<String> {
+    let s = &outcome.session;
+    let mut dump = to_timestamped_dump(
+        &s.transcript_log,
+        outcome.start_time,
+        &s.call_sid,
+        &s.phone_number,
+        s.state.as_str(),
+    );
+    let duration = if outcome.start_time > 0.0 {
+        ((outcome.end_time - outcome.start_time) * 10.0).round() / 10.0
+    } else {
+        0.0
+    };
+    dump["duration_s"] = json!(duration);
+    let chunks = chunk_transcript_dump(&dump, 3500);
+    let n = chunks.len();
+    chunks
+        .into_iter()
+        .enumerate()
+        .map(|(i, c)| format!("TRANSCRIPT_DUMP|{}/{n}|{c}", i + 1))
+        .collect()
+}
+
+/// What one pass of the outbox worker did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct DrainReport {
+    pub claimed: usize,
+    pub delivered: usize,
+    pub failed: usize,
+}
+
+/// Delivers what the outbox holds, until accepted.
+#[derive(Clone)]
+pub struct OutboxWorker {
+    pub store: store::Store,
+    pub dashboard: Option<Arc<DashboardClient>>,
+    pub backend: Arc<dyn Backend>,
+    /// This worker's name in leases (instance + process id).
+    pub worker: String,
+    pub backoff: Backoff,
+    pub lease_s: f64,
+    pub batch: i64,
+}
+
+impl OutboxWorker {
+    /// Claim what is due at `now` and attempt each item once.
+    pub async fn drain_once(&self, now: f64) -> Result<DrainReport, store::StoreError> {
+        let items = self
+            .store
+            .outbox_claim_due(&self.worker, now, self.lease_s, self.batch)
+            .await?;
+        let mut report = DrainReport {
+            claimed: items.len(),
+            ..DrainReport::default()
+        };
+        for item in items {
+            match self.attempt(&item).await {
+                Ok(answer) => {
+                    let ours = self
+                        .store
+                        .outbox_mark_delivered(&item.id, &self.worker, &answer, now)
+                        .await?;
+                    if !ours {
+                        tracing::warn!(id = item.id, "delivered after the lease passed to another worker");
+                    }
+                    if item.kind == kind::JOB {
+                        self.link_call_payload(&item.call_id, &answer).await;
+                    }
+                    report.delivered += 1;
+                }
+                Err(err) => {
+                    let next = now + self.backoff.delay_s(item.attempts + 1);
+                    tracing::warn!(id = item.id, call_id = item.call_id, kind = item.kind, attempts = item.attempts + 1, error = %err, "outbox delivery failed; will retry");
+                    self.store
+                        .outbox_mark_failed(&item.id, &self.worker, &err, next)
+                        .await?;
+                    report.failed += 1;
+                }
+            }
+        }
+        Ok(report)
+    }
+
+    /// Keep draining until nothing is due (`now` from `clock`); returns the
+    /// totals. Used by `calllock outbox deliver` and after recovery.
+    pub async fn drain_due(&self, clock: &Clock) -> Result<DrainReport, store::StoreError> {
+        let mut total = DrainReport::default();
+        loop {
+            let r = self.drain_once(clock()).await?;
+            total.claimed += r.claimed;
+            total.delivered += r.delivered;
+            total.failed += r.failed;
+            if r.claimed == 0 || r.delivered == 0 {
+                return Ok(total);
+            }
+        }
+    }
+
+    /// Run until `stop` is set, polling every `poll`.
+    pub async fn run(self, clock: Clock, poll: Duration, mut stop: tokio::sync::watch::Receiver<bool>) {
+        loop {
+            if let Err(e) = self.drain_due(&clock).await {
+                tracing::warn!(error = %e, "outbox pass failed");
+            }
+            tokio::select! {
+                _ = tokio::time::sleep(poll) => {}
+                _ = stop.changed() => return,
+            }
+            if *stop.borrow() {
+                return;
+            }
+        }
+    }
+
+    async fn attempt(&self, item: &store::OutboxItem) -> Result<Value, String> {
+        match item.kind.as_str() {
+            kind::CALLBACK => {
+                let call: ToolCall = serde_json::from_value(item.payload.clone())
+                    .map_err(|e| format!("stored callback request is unreadable: {e}"))?;
+                let answer = self.backend.call(&call).await;
+                if agent::tools::call_succeeded(&answer) {
+                    Ok(answer)
+                } else {
+                    Err(answer
+                        .get("error")
+                        .or_else(|| answer.get("message"))
+                        .and_then(Value::as_str)
+                        .unwrap_or("callback not created")
+                        .to_string())
+                }
+            }
+            _ => {
+                let Some(dash) = &self.dashboard else {
+                    return Err("the dashboard is not configured".into());
+                };
+                let body = serde_json::to_vec(&item.payload).unwrap_or_default();
+                dash.post_once(&item.target_url, &body, Some(&item.id))
+                    .await
+                    .map_err(|e| e.to_string())
+            }
+        }
+    }
+
+    /// A job accepted late: give its ids to the call record still waiting.
+    async fn link_call_payload(&self, call_id: &str, job_answer: &Value) {
+        let (lead, job) = (id_field(job_answer, "lead_id"), id_field(job_answer, "job_id"));
+        if lead.is_none() && job.is_none() {
+            return;
+        }
+        let Ok(items) = self.store.outbox_for_call(call_id).await else {
+            return;
+        };
+        for it in items
+            .into_iter()
+            .filter(|i| i.kind == kind::CALL && i.status == "pending")
+        {
+            let mut p = it.payload.clone();
+            if let Some(o) = p.as_object_mut() {
+                if let Some(l) = &lead {
+                    o.entry("lead_id").or_insert_with(|| json!(l));
+                }
+                if let Some(j) = &job {
+                    o.entry("job_id").or_insert_with(|| json!(j));
+                }
+            }
+            if p != it.payload {
+                if let Err(e) = self.store.outbox_update_payload(&it.id, &p).await {
+                    tracing::warn!(id = it.id, error = %e, "cannot link the call record to its job");
+                }
+            }
+        }
+    }
+}
+
+/// After a crash: every call this instance left `active` is marked
+/// `interrupted`, rebuilt from its journal and put through post-call
+/// processing (as is any call whose post-call processing did not finish).
+/// Returns the ids processed.
+pub async fn recover(post: &PostCall, instance: &str) -> Result<Vec<String>, store::StoreError> {
+    let mut ids = post.store.mark_interrupted(instance).await?;
+    for id in post.store.calls_needing_postcall().await? {
+        if !ids.contains(&id) {
+            ids.push(id);
+        }
+    }
+    for id in &ids {
+        let events = post.store.events(id).await?;
+        let started = post
+            .store
+            .call_started_unix(id)
+            .await?
+            .or_else(|| events.first().map(|e| e.at_unix))
+            .unwrap_or(0.0);
+        let mut outcome = crate::journal::rebuild(id, &events, started);
+        tracing::warn!(call_id = id, events = events.len(), "recovering a call interrupted mid-call");
+        post.handle_call_ended(&mut outcome, true).await;
+    }
+    Ok(ids)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_doubles_up_to_the_cap() {
+        let b = Backoff {
+            base_s: 5.0,
+            max_s: 300.0,
+        };
+        let d: Vec<f64> = (1..=8).map(|a| b.delay_s(a)).collect();
+        assert_eq!(d, vec![5.0, 10.0, 20.0, 40.0, 80.0, 160.0, 300.0, 300.0]);
+        assert_eq!(b.delay_s(0), 5.0);
+        assert_eq!(b.delay_s(i64::MAX), 300.0);
+    }
+}

@@ -1,0 +1,307 @@
+//! The durable event log of a live call.
+//!
+//! Every event of a call (caller line, agent line, tool call and result,
+//! state change with a session snapshot, end) is appended to the database
+//! as it happens, in order, by one writer task per call: the conversation
+//! never waits for the disk, and an event is committed a few hundred
+//! microseconds after it happened. A process killed mid-call (`kill -9`)
+//! leaves the call `active` with every committed event; the next start
+//! marks it `interrupted`, rebuilds its record from the events
+//! ([`rebuild`]) and runs post-call processing for it.
+//!
+//! Event kinds and their `data`:
+//! * `caller` `{text, state}` — a caller line.
+//! * `agent` `{text, state, canned?}` — an agent line (canned id when it was
+//!   a canned line).
+//! * `tool_call` `{tool, args}`, `tool_result` `{tool, result, state}`.
+//! * `state` `{from, to}`.
+//! * `session` — the session (without its transcript) after it changed.
+//! * `ended` `{by}`.
+
+use crate::sim::{CallEvent, EndedBy, Observer, Outcome};
+use agent::session::{Session, TranscriptEntry};
+use agent::State;
+use serde_json::{json, Value};
+use std::time::Duration;
+use tokio::sync::{mpsc, oneshot};
+
+enum Msg {
+    Event {
+        at: f64,
+        kind: &'static str,
+        data: Value,
+    },
+    Close(oneshot::Sender<JournalStats>),
+}
+
+/// What the writer did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct JournalStats {
+    /// Events committed.
+    pub written: u64,
+    /// Events that could not be written before the close deadline.
+    pub lost: u64,
+    /// Failed attempts that were retried.
+    pub retries: u64,
+}
+
+/// The append side of one call's event log. Cheap to clone.
+#[derive(Clone)]
+pub struct Journal {
+    tx: mpsc::UnboundedSender<Msg>,
+    call_id: String,
+}
+
+/// How long [`Journal::close`] waits for events still being written.
+pub const CLOSE_DEADLINE: Duration = Duration::from_secs(10);
+
+impl Journal {
+    /// Register the call as live (owned by `instance`) and start its writer.
+    pub async fn begin(
+        store: &store::Store,
+        call_id: &str,
+        phone: &str,
+        started_unix: f64,
+        instance: &str,
+    ) -> Result<Journal, store::StoreError> {
+        store
+            .begin_call(call_id, phone, started_unix, instance)
+            .await?;
+        let (tx, rx) = mpsc::unbounded_channel();
+        tokio::spawn(writer(store.clone(), call_id.to_string(), rx));
+        Ok(Journal {
+            tx,
+            call_id: call_id.to_string(),
+        })
+    }
+
+    pub fn call_id(&self) -> &str {
+        &self.call_id
+    }
+
+    /// Append one event (never blocks; written in order by the writer).
+    pub fn record(&self, at_unix: f64, kind: &'static str, data: Value) {
+        let _ = self.tx.send(Msg::Event {
+            at: at_unix,
+            kind,
+            data,
+        });
+    }
+
+    /// Wait until every recorded event is committed (at most
+    /// [`CLOSE_DEADLINE`] while the database keeps failing).
+    pub async fn close(self) -> JournalStats {
+        let (tx, rx) = oneshot::channel();
+        if self.tx.send(Msg::Close(tx)).is_err() {
+            return JournalStats::default();
+        }
+        rx.await.unwrap_or_default()
+    }
+}
+
+async fn writer(store: store::Store, call_id: String, mut rx: mpsc::UnboundedReceiver<Msg>) {
+    let mut stats = JournalStats::default();
+    let mut seq: i64 = 0;
+    let mut closing: Option<(tokio::time::Instant, oneshot::Sender<JournalStats>)> = None;
+    let mut backlog: std::collections::VecDeque<(f64, &'static str, Value)> = Default::default();
+    loop {
+        if backlog.is_empty() {
+            if let Some((_, done)) = closing.take() {
+                let _ = done.send(stats);
+                return;
+            }
+            match rx.recv().await {
+                Some(Msg::Event { at, kind, data }) => backlog.push_back((at, kind, data)),
+                Some(Msg::Close(done)) => {
+                    closing = Some((tokio::time::Instant::now() + CLOSE_DEADLINE, done))
+                }
+                None => return,
+            }
+        }
+        // Take whatever else is waiting, keeping order.
+        while let Ok(m) = rx.try_recv() {
+            match m {
+                Msg::Event { at, kind, data } => backlog.push_back((at, kind, data)),
+                Msg::Close(done) => {
+                    closing = Some((tokio::time::Instant::now() + CLOSE_DEADLINE, done))
+                }
+            }
+        }
+        let mut delay = Duration::from_millis(10);
+        while let Some((at, kind, data)) = backlog.front() {
+            match store
+                .append_event(&call_id, seq + 1, *at, kind, data)
+                .await
+            {
+                Ok(()) => {
+                    seq += 1;
+                    stats.written += 1;
+                    backlog.pop_front();
+                    delay = Duration::from_millis(10);
+                }
+                Err(e) => {
+                    stats.retries += 1;
+                    if stats.retries == 1 || stats.retries % 100 == 0 {
+                        tracing::warn!(call_id, error = %e, retries = stats.retries, "cannot write a call event yet; retrying");
+                    }
+                    if let Some((deadline, _)) = &closing {
+                        if tokio::time::Instant::now() >= *deadline {
+                            stats.lost += backlog.len() as u64;
+                            tracing::error!(call_id, lost = stats.lost, "call events could not be written");
+                            backlog.clear();
+                            break;
+                        }
+                    }
+                    tokio::time::sleep(delay).await;
+                    delay = (delay * 2).min(Duration::from_secs(1));
+                }
+            }
+        }
+    }
+}
+
+/// An [`Observer`] that journals every event (and the session when it
+/// changes) and passes events on to `inner` (the console printer).
+pub struct JournalObserver<'a> {
+    journal: Journal,
+    inner: &'a mut dyn Observer,
+    start_unix: f64,
+    last_session: Option<Value>,
+}
+
+impl<'a> JournalObserver<'a> {
+    pub fn new(journal: Journal, start_unix: f64, inner: &'a mut dyn Observer) -> Self {
+        JournalObserver {
+            journal,
+            inner,
+            start_unix,
+            last_session: None,
+        }
+    }
+}
+
+/// The JSON form of a call event: its kind and data.
+pub fn event_json(event: &CallEvent) -> (&'static str, Value) {
+    match event {
+        CallEvent::Agent {
+            text,
+            state,
+            canned,
+        } => {
+            let mut d = json!({"text": text, "state": state.as_str()});
+            if let Some(c) = canned {
+                d["canned"] = json!(c);
+            }
+            ("agent", d)
+        }
+        CallEvent::Caller { text, state } => {
+            ("caller", json!({"text": text, "state": state.as_str()}))
+        }
+        CallEvent::ToolCall(call) => (
+            "tool_call",
+            json!({"tool": call.tool().as_str(), "args": call.args_json()}),
+        ),
+        CallEvent::ToolResult {
+            tool,
+            result,
+            state,
+        } => (
+            "tool_result",
+            json!({"tool": tool.as_str(), "result": result, "state": state.as_str()}),
+        ),
+        CallEvent::StateChanged { from, to } => (
+            "state",
+            json!({"from": from.as_str(), "to": to.as_str()}),
+        ),
+        CallEvent::Ended(by) => ("ended", json!({ "by": by })),
+    }
+}
+
+/// The session without its transcript (the events carry the lines).
+pub fn session_snapshot(s: &Session) -> Value {
+    let mut v = serde_json::to_value(s).unwrap_or(Value::Null);
+    if let Some(o) = v.as_object_mut() {
+        o.remove("transcript_log");
+    }
+    v
+}
+
+impl Observer for JournalObserver<'_> {
+    fn on_event(&mut self, t: f64, event: &CallEvent) {
+        let (kind, data) = event_json(event);
+        self.journal.record(self.start_unix + t, kind, data);
+        self.inner.on_event(t, event);
+    }
+
+    fn on_session(&mut self, t: f64, session: &Session) {
+        let snap = session_snapshot(session);
+        if self.last_session.as_ref() != Some(&snap) {
+            self.journal
+                .record(self.start_unix + t, "session", snap.clone());
+            self.last_session = Some(snap);
+        }
+        self.inner.on_session(t, session);
+    }
+}
+
+/// Rebuild the outcome of a call from its journal: the last session
+/// snapshot, the transcript from the caller/agent/tool lines, the end from
+/// the last event (`ended_by` is `Interrupted` unless an `ended` event
+/// says otherwise).
+pub fn rebuild(call_id: &str, events: &[store::StoredEvent], started_unix: f64) -> Outcome {
+    let mut session: Session = events
+        .iter()
+        .rev()
+        .find(|e| e.kind == "session")
+        .and_then(|e| serde_json::from_value(e.data.clone()).ok())
+        .unwrap_or_else(|| Session::new(String::new()));
+    if session.call_sid.is_empty() {
+        session.call_sid = call_id.to_string();
+    }
+    let state_of = |d: &Value| {
+        d.get("state")
+            .and_then(Value::as_str)
+            .and_then(|s| s.parse::<State>().ok())
+            .unwrap_or(session.state)
+    };
+    let mut log = Vec::new();
+    let mut ended_by = EndedBy::Interrupted;
+    for e in events {
+        let text = e.data.get("text").and_then(Value::as_str).unwrap_or("");
+        match e.kind.as_str() {
+            "caller" => log.push(TranscriptEntry::user(text, e.at_unix, state_of(&e.data))),
+            "agent" => log.push(TranscriptEntry::agent(text, e.at_unix, state_of(&e.data))),
+            "tool_result" => log.push(TranscriptEntry::tool(
+                e.data.get("tool").and_then(Value::as_str).unwrap_or("tool"),
+                e.data.get("result").cloned().unwrap_or(Value::Null),
+                e.at_unix,
+                state_of(&e.data),
+            )),
+            "ended" => {
+                ended_by = match e.data.get("by").and_then(Value::as_str) {
+                    Some("agent") => EndedBy::Agent,
+                    Some("caller") => EndedBy::Caller,
+                    Some("time_limit") => EndedBy::TimeLimit,
+                    _ => EndedBy::Interrupted,
+                }
+            }
+            _ => {}
+        }
+    }
+    session.transcript_log = log;
+    if session.start_time <= 0.0 {
+        session.start_time = started_unix;
+    }
+    let end = events
+        .last()
+        .map(|e| e.at_unix)
+        .unwrap_or(started_unix)
+        .max(started_unix);
+    Outcome {
+        session,
+        ended_by,
+        start_time: started_unix,
+        end_time: end,
+        tools: Vec::new(),
+    }
+}

@@ -1,0 +1,280 @@
+//! Operator commands: `calllock transcript`, `calllock outbox`,
+//! `calllock doctor`.
+
+use crate::config::{BackendKind, Config};
+use crate::journal;
+use agent::transcript::{format_transcript, to_timestamped_dump};
+use anyhow::{bail, Result};
+use providers::probe::{http_get, Probe};
+use serde_json::{json, Value};
+use std::time::Duration;
+
+/// The §7.9 dump of a stored call: from its event log when it has one (a
+/// live or interrupted call included), else from its saved record.
+pub async fn call_dump(store: &store::Store, id: &str) -> Result<Option<Value>> {
+    let events = store.events(id).await?;
+    let rec = store.get_call(id).await?;
+    if !events.is_empty() {
+        let started = store
+            .call_started_unix(id)
+            .await?
+            .unwrap_or_else(|| events.first().map(|e| e.at_unix).unwrap_or(0.0));
+        let outcome = journal::rebuild(id, &events, started);
+        let s = &outcome.session;
+        let mut dump = to_timestamped_dump(
+            &s.transcript_log,
+            outcome.start_time,
+            id,
+            &s.phone_number,
+            s.state.as_str(),
+        );
+        dump["duration_s"] = json!(((outcome.end_time - outcome.start_time) * 10.0).round() / 10.0);
+        return Ok(Some(dump));
+    }
+    let Some(rec) = rec else { return Ok(None) };
+    let session: agent::Session = match rec.record.get("session") {
+        Some(v) => serde_json::from_value(v.clone()).unwrap_or_else(|_| agent::Session::new("")),
+        None => agent::Session::new(""),
+    };
+    let start = rec.started_at.timestamp_millis() as f64 / 1000.0;
+    let mut dump = to_timestamped_dump(
+        &session.transcript_log,
+        start,
+        id,
+        &rec.phone,
+        &rec.final_state,
+    );
+    if let Some(d) = rec.record.get("duration_s") {
+        dump["duration_s"] = d.clone();
+    }
+    Ok(Some(dump))
+}
+
+/// `calllock transcript ID`.
+pub async fn transcript(store: &store::Store, id: &str, gap_s: f64, json_out: bool) -> Result<()> {
+    let Some(dump) = call_dump(store, id).await? else {
+        bail!("no call with id {id:?} (see `calllock calls`)");
+    };
+    if json_out {
+        println!("{}", serde_json::to_string_pretty(&dump)?);
+        return Ok(());
+    }
+    if let Some(status) = store.call_status(id).await? {
+        if status != "completed" {
+            println!("status: {status}");
+        }
+    }
+    println!("{}", format_transcript(&dump, gap_s));
+    Ok(())
+}
+
+fn age(now: f64, then: f64) -> String {
+    let d = (now - then).max(0.0);
+    if d < 90.0 {
+        format!("{d:.0}s")
+    } else if d < 5400.0 {
+        format!("{:.0}m", d / 60.0)
+    } else if d < 172_800.0 {
+        format!("{:.1}h", d / 3600.0)
+    } else {
+        format!("{:.1}d", d / 86_400.0)
+    }
+}
+
+/// `calllock outbox`: what is waiting to be delivered, and why.
+pub async fn show_outbox(store: &store::Store, all: bool, limit: i64) -> Result<()> {
+    let now = chrono::Utc::now().timestamp_millis() as f64 / 1000.0;
+    let items = if all {
+        store.outbox_all(limit).await?
+    } else {
+        store.outbox_pending().await?
+    };
+    if items.is_empty() {
+        println!(
+            "{}",
+            if all {
+                "the outbox is empty"
+            } else {
+                "nothing pending: every delivery was accepted"
+            }
+        );
+        return Ok(());
+    }
+    println!(
+        "{:<8} {:<9} {:<28} {:>4}  {:<12} {}",
+        "STATUS", "KIND", "CALL", "TRY", "NEXT", "TARGET / LAST ERROR"
+    );
+    for it in items.iter().take(limit.max(1) as usize) {
+        let next = if it.status == "pending" {
+            if it.next_attempt_unix <= now {
+                "due now".to_string()
+            } else {
+                format!("in {}", age(it.next_attempt_unix, now))
+            }
+        } else {
+            it.delivered_unix
+                .map(|d| format!("{} ago", age(now, d)))
+                .unwrap_or_default()
+        };
+        println!(
+            "{:<8} {:<9} {:<28} {:>4}  {:<12} {}",
+            it.status, it.kind, it.call_id, it.attempts, next, it.target_url
+        );
+        if !it.last_error.is_empty() && it.status != "delivered" {
+            println!("{:>66}└ {}", "", it.last_error);
+        }
+    }
+    let pending = items.iter().filter(|i| i.status == "pending").count();
+    println!(
+        "{pending} pending{}",
+        if pending > 0 {
+            "; a running CallLock retries them, or run `calllock outbox deliver`"
+        } else {
+            ""
+        }
+    );
+    Ok(())
+}
+
+/// One line of the doctor's report.
+struct Check {
+    ok: bool,
+    what: &'static str,
+    detail: String,
+}
+
+fn probe_text(p: &Probe, what_401: &str) -> (bool, String) {
+    match p {
+        Probe::Answered(s) if (200..300).contains(s) => (true, format!("reachable (HTTP {s})")),
+        Probe::Answered(401) | Probe::Answered(403) => (false, format!("reachable, but {what_401}")),
+        Probe::Answered(s) => (true, format!("reachable (HTTP {s})")),
+        Probe::Unreachable(why) => (false, format!("unreachable: {why}")),
+    }
+}
+
+/// `calllock doctor`: config, database, each configured vendor; plain
+/// words about what is missing. Returns whether everything is healthy.
+pub async fn doctor(cfg: &Config, config_source: &str) -> bool {
+    let mut checks = vec![Check {
+        ok: true,
+        what: "config",
+        detail: format!("valid ({config_source})"),
+    }];
+    let db = cfg.database.to_string_lossy().to_string();
+    match crate::wiring::open_store(cfg).await {
+        Ok(store) => {
+            let pending = store.outbox_pending().await.map(|v| v.len()).unwrap_or(0);
+            let interrupted = store.count_calls_with_status("interrupted").await.unwrap_or(0);
+            checks.push(Check {
+                ok: true,
+                what: "database",
+                detail: format!(
+                    "{} ({:?}): open, schema up to date; {pending} deliveries pending, {interrupted} interrupted calls",
+                    store::redact_url(&db),
+                    store.dialect()
+                ),
+            });
+        }
+        Err(e) => checks.push(Check {
+            ok: false,
+            what: "database",
+            detail: format!("{e:#}"),
+        }),
+    }
+    let t = Duration::from_secs(5);
+    if cfg.llm.enabled() {
+        let base = cfg.llm.effective_base_url().trim_end_matches('/');
+        let auth = format!("Bearer {}", cfg.llm.api_key.trim());
+        let headers: Vec<(&str, &str)> = if cfg.llm.api_key.trim().is_empty() {
+            vec![]
+        } else {
+            vec![("Authorization", auth.as_str())]
+        };
+        let p = http_get(&format!("{base}/models"), &headers, t).await;
+        let (ok, detail) = probe_text(&p, "the API key was refused (llm.api_key / OPENAI_API_KEY)");
+        checks.push(Check {
+            ok,
+            what: "llm",
+            detail: format!("{} model {}: {detail}", base, cfg.llm.model),
+        });
+    } else {
+        checks.push(Check {
+            ok: true,
+            what: "llm",
+            detail: "not configured: the scripted responder speaks (set llm.base_url or OPENAI_API_KEY for an LLM)".into(),
+        });
+    }
+    match cfg.backend.kind {
+        BackendKind::Embedded => checks.push(Check {
+            ok: true,
+            what: "backend",
+            detail: "embedded: bookings go to this database (set V2_BACKEND_URL for the V2 backend)".into(),
+        }),
+        BackendKind::V2 => {
+            let base = cfg.backend.url.trim().trim_end_matches('/');
+            let key = cfg.backend.api_key.trim().to_string();
+            let headers: Vec<(&str, &str)> = if key.is_empty() {
+                vec![]
+            } else {
+                vec![("X-API-Key", key.as_str())]
+            };
+            let p = http_get(base, &headers, t).await;
+            let (ok, mut detail) = probe_text(&p, "the API key was refused (V2_API_KEY)");
+            if key.is_empty() {
+                detail.push_str("; no V2_API_KEY set (the backend will answer 401)");
+            }
+            checks.push(Check {
+                ok,
+                what: "backend",
+                detail: format!("V2 at {base}: {detail}"),
+            });
+        }
+    }
+    if cfg.dashboard.enabled() {
+        let d = &cfg.dashboard;
+        for (what, url) in [("dashboard jobs", &d.jobs_url), ("dashboard calls", &d.calls_url), ("dashboard alerts", &d.alerts_url)] {
+            if url.trim().is_empty() {
+                checks.push(Check {
+                    ok: what != "dashboard calls",
+                    what: "dashboard",
+                    detail: format!("{what}: no URL set"),
+                });
+                continue;
+            }
+            let p = http_get(url.trim(), &[], t).await;
+            let (ok, detail) = probe_text(&p, "it refused us");
+            checks.push(Check {
+                ok,
+                what: "dashboard",
+                detail: format!("{what} {}: {detail}", url.trim()),
+            });
+        }
+        if d.user_email.trim().is_empty() {
+            checks.push(Check {
+                ok: true,
+                what: "dashboard",
+                detail: "no user_email set (DASHBOARD_USER_EMAIL): records are sent without an owner".into(),
+            });
+        }
+    } else {
+        checks.push(Check {
+            ok: true,
+            what: "dashboard",
+            detail: "not configured: call records stay in the database only (set DASHBOARD_JOBS_URL, DASHBOARD_CALLS_URL and DASHBOARD_WEBHOOK_SECRET)".into(),
+        });
+    }
+    let mut healthy = true;
+    for c in &checks {
+        healthy &= c.ok;
+        println!("{} {:<10} {}", if c.ok { "ok  " } else { "FAIL" }, c.what, c.detail);
+    }
+    println!(
+        "{}",
+        if healthy {
+            "everything configured is reachable"
+        } else {
+            "some checks failed (see FAIL above)"
+        }
+    );
+    healthy
+}
