@@ -31,8 +31,6 @@ use agent::transcript::{chunk_transcript_dump, to_plain_text, to_timestamped_dum
 use agent::State;
 use providers::dashboard::DashboardClient;
 use serde_json::{json, Map, Value};
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -40,7 +38,7 @@ use std::time::Duration;
 pub type Clock = Arc<dyn Fn() -> f64 + Send + Sync>;
 
 /// A sleep that tests can replace (records the durations, returns at once).
-pub type Sleeper = Arc<dyn Fn(Duration) -> Pin<Box<dyn Future<Output = ()> + Send>> + Send + Sync>;
+pub use providers::dashboard::Sleeper;
 
 /// The system clock.
 pub fn system_clock() -> Clock {
@@ -49,7 +47,7 @@ pub fn system_clock() -> Clock {
 
 /// A real sleep.
 pub fn real_sleeper() -> Sleeper {
-    Arc::new(|d| Box::pin(tokio::time::sleep(d)))
+    providers::dashboard::tokio_sleeper()
 }
 
 /// Retry delays of the outbox: `base · 2^(attempts − 1)`, at most `max`.
