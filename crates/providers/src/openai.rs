@@ -182,7 +182,11 @@ impl fmt::Debug for OpenAiConfig {
             .field("model", &self.model)
             .field(
                 "api_key",
-                &self.api_key.as_ref().map(|_| "<redacted>").unwrap_or("<none>"),
+                &self
+                    .api_key
+                    .as_ref()
+                    .map(|_| "<redacted>")
+                    .unwrap_or("<none>"),
             )
             .field("connect_timeout", &self.connect_timeout)
             .field("first_token_timeout", &self.first_token_timeout)
@@ -456,7 +460,9 @@ impl ChatChunkParser {
         };
         for choice in choices {
             let Some(choice) = choice.as_object() else {
-                return Err(ResponderError::Parse("stream chunk choice is not an object".into()));
+                return Err(ResponderError::Parse(
+                    "stream chunk choice is not an object".into(),
+                ));
             };
             // Only the first choice is used (we never ask for n > 1).
             if choice.get("index").and_then(Value::as_u64).unwrap_or(0) != 0 {
@@ -516,7 +522,9 @@ impl ChatChunkParser {
         };
         for call in calls {
             let Some(call) = call.as_object() else {
-                return Err(ResponderError::Parse("tool call delta is not an object".into()));
+                return Err(ResponderError::Parse(
+                    "tool call delta is not an object".into(),
+                ));
             };
             let index = match call.get("index") {
                 None | Some(Value::Null) => 0,
@@ -650,7 +658,8 @@ type BodyStream = Pin<Box<dyn Stream<Item = Result<Bytes, reqwest::Error>> + Sen
 
 /// The I/O side of a streamed answer.
 struct StreamIo {
-    body: BodyStream,
+    /// `None` once handed to [`drain`].
+    body: Option<BodyStream>,
     parser: ChatChunkParser,
     queue: VecDeque<Result<ChatDelta, ResponderError>>,
     first_deadline: Instant,
@@ -673,14 +682,25 @@ impl StreamIo {
                 return Some(item);
             }
             if self.ended || self.parser.is_done() {
+                if !self.ended {
+                    // A complete answer: let the connection go back to the
+                    // pool instead of closing it.
+                    self.ended = true;
+                    if let Some(body) = self.body.take() {
+                        drain(body);
+                    }
+                }
                 return None;
             }
+            let Some(body) = self.body.as_mut() else {
+                return None;
+            };
             let deadline = if self.got_first {
                 Instant::now() + self.idle
             } else {
                 self.first_deadline
             };
-            match tokio::time::timeout_at(deadline, self.body.next()).await {
+            match tokio::time::timeout_at(deadline, body.next()).await {
                 Err(_) => {
                     self.ended = true;
                     if self.parser.finish_reason().is_some() {
@@ -711,6 +731,27 @@ impl StreamIo {
             }
         }
     }
+}
+
+/// Read what follows `[DONE]` (normally just the end of the chunked body)
+/// in the background, briefly and boundedly, so that the connection can be
+/// reused; a server that keeps sending is cut off.
+fn drain(mut body: BodyStream) {
+    let Ok(rt) = tokio::runtime::Handle::try_current() else {
+        return;
+    };
+    rt.spawn(async move {
+        let read = async {
+            let mut n = 0usize;
+            while let Some(Ok(c)) = body.next().await {
+                n += c.len();
+                if n > 64 * 1024 {
+                    break;
+                }
+            }
+        };
+        let _ = tokio::time::timeout(Duration::from_millis(500), read).await;
+    });
 }
 
 /// The OpenAI-compatible client; see the module docs.
@@ -823,7 +864,7 @@ impl OpenAiClient {
             return Err(status_error(status, resp, first_deadline).await);
         }
         let io = StreamIo {
-            body: Box::pin(resp.bytes_stream()),
+            body: Some(Box::pin(resp.bytes_stream())),
             parser: ChatChunkParser::new(self.cfg.max_event_bytes),
             queue: VecDeque::new(),
             first_deadline,
@@ -920,7 +961,11 @@ pub fn completion_content(raw: &[u8]) -> Result<String, ResponderError> {
             excerpt(&String::from_utf8_lossy(raw))
         ))
     })?;
-    if let Some(msg) = v.get("error").filter(|e| !e.is_null()).map(|_| error_message(&v)) {
+    if let Some(msg) = v
+        .get("error")
+        .filter(|e| !e.is_null())
+        .map(|_| error_message(&v))
+    {
         return Err(ResponderError::Http(format!(
             "error in the answer: {}",
             msg.unwrap_or_default()
@@ -980,7 +1025,10 @@ impl Responder for OpenAiClient {
         Ok(Box::pin(stream.filter_map(|d| async move {
             match d {
                 Ok(ChatDelta::Text(t)) => Some(Ok(t)),
-                Ok(ChatDelta::ToolCall(_)) => None,
+                Ok(ChatDelta::ToolCall(t)) => {
+                    tracing::debug!(tool = %t.name, "tool call in a reply ignored");
+                    None
+                }
                 Err(e) => Some(Err(e)),
             }
         })))
@@ -1054,7 +1102,11 @@ mod tests {
 
     #[test]
     fn finish_reason_without_done_is_complete_but_nothing_is_not() {
-        let body = [chunk(json!({"content":"a"}), None), chunk(json!({}), Some("stop"))].concat();
+        let body = [
+            chunk(json!({"content":"a"}), None),
+            chunk(json!({}), Some("stop")),
+        ]
+        .concat();
         assert_eq!(all(&body), vec![text("a")]);
         let body = chunk(json!({"content":"a"}), None);
         let out = all(&body);
@@ -1117,7 +1169,8 @@ mod tests {
 
     #[test]
     fn error_object_and_error_event() {
-        let out = all("data: {\"error\":{\"message\":\"overloaded\",\"type\":\"server_error\"}}\n\n");
+        let out =
+            all("data: {\"error\":{\"message\":\"overloaded\",\"type\":\"server_error\"}}\n\n");
         assert!(matches!(&out[..], [Err(ResponderError::Http(m))] if m.contains("overloaded")));
         let out = all("event: error\ndata: {\"error\":\"nope\"}\n\n");
         assert!(matches!(&out[..], [Err(ResponderError::Http(m))] if m.contains("nope")));
@@ -1141,7 +1194,10 @@ mod tests {
         }
         // A tool call without a name is an error when the answer finishes.
         let body = [
-            chunk(json!({"tool_calls":[{"index":0,"function":{"arguments":"{}"}}]}), None),
+            chunk(
+                json!({"tool_calls":[{"index":0,"function":{"arguments":"{}"}}]}),
+                None,
+            ),
             chunk(json!({}), Some("tool_calls")),
         ]
         .concat();
@@ -1232,6 +1288,9 @@ mod tests {
             c.as_ref().map(|c| c.endpoint().to_string()),
             Ok("http://127.0.0.1:9/v1/chat/completions".to_string())
         );
-        assert_eq!(c.map(|c| c.name().to_string()), Ok("openai:gpt-4o-mini".into()));
+        assert_eq!(
+            c.map(|c| c.name().to_string()),
+            Ok("openai:gpt-4o-mini".into())
+        );
     }
 }

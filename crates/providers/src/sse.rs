@@ -295,20 +295,16 @@ impl SseDecoder {
                 self.data.push_str(&String::from_utf8_lossy(value));
             }
             b"event" => self.event = Some(String::from_utf8_lossy(value).into_owned()),
-            b"id" => {
-                if !value.contains(&0) {
-                    self.last_id = Some(String::from_utf8_lossy(value).into_owned());
-                }
+            b"id" if !value.contains(&0) => {
+                self.last_id = Some(String::from_utf8_lossy(value).into_owned());
             }
-            b"retry" => {
-                if !value.is_empty() && value.iter().all(u8::is_ascii_digit) {
-                    // Digits only; absurdly long values saturate.
-                    let ms = value.iter().fold(0u64, |acc, d| {
-                        acc.saturating_mul(10)
-                            .saturating_add(u64::from(d.saturating_sub(b'0')))
-                    });
-                    self.retry = Some(ms);
-                }
+            b"retry" if !value.is_empty() && value.iter().all(u8::is_ascii_digit) => {
+                // Digits only; absurdly long values saturate.
+                let ms = value.iter().fold(0u64, |acc, d| {
+                    acc.saturating_mul(10)
+                        .saturating_add(u64::from(d.saturating_sub(b'0')))
+                });
+                self.retry = Some(ms);
             }
             _ => {}
         }
@@ -427,7 +423,10 @@ data: second\r\nid: 7\r\n\r\ndata\n\n:c\rdata:  two spaces\r\r"
     #[test]
     fn event_type_resets_and_empty_event_is_not_dispatched() {
         let mut d = SseDecoder::new();
-        let out = events(&mut d, &[b"event: error\n\ndata: x\n\nevent: e2\ndata: y\n\n"]);
+        let out = events(
+            &mut d,
+            &[b"event: error\n\ndata: x\n\nevent: e2\ndata: y\n\n"],
+        );
         // "event: error" with no data is not dispatched and does not leak
         assert_eq!(out.len(), 2);
         assert_eq!(out[0].event, None);
@@ -467,7 +466,10 @@ data: second\r\nid: 7\r\n\r\ndata\n\n:c\rdata:  two spaces\r\r"
         assert_eq!(out.len(), 1);
         // many short data lines: the event grows past 64 bytes
         out = d.push(&b"data: 0123456789\n".repeat(8));
-        assert_eq!(out.last(), Some(&Err(SseError::EventTooLarge { limit: 64 })));
+        assert_eq!(
+            out.last(),
+            Some(&Err(SseError::EventTooLarge { limit: 64 }))
+        );
         assert!(d.has_failed());
         assert!(d.push(b"\ndata: more\n\n").is_empty());
         assert_eq!(d.finish(), None);
@@ -503,7 +505,10 @@ data: second\r\nid: 7\r\n\r\ndata\n\n:c\rdata:  two spaces\r\r"
 
     #[test]
     fn bom_only_at_start_and_split() {
-        let out = events(&mut SseDecoder::new(), &[b"\xEF", b"\xBB", b"\xBFdata: x\n\n"]);
+        let out = events(
+            &mut SseDecoder::new(),
+            &[b"\xEF", b"\xBB", b"\xBFdata: x\n\n"],
+        );
         assert_eq!(data(&out), vec!["x"]);
         // A partial BOM followed by other bytes is content (an unknown field).
         let out = events(&mut SseDecoder::new(), &[b"\xEFdata: x\n\ndata: y\n\n"]);

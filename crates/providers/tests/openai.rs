@@ -90,7 +90,10 @@ async fn text_streams_in_order_and_the_request_is_a_stream_request() {
     let reqs = fake.requests();
     assert_eq!(reqs.len(), 1);
     let r = &reqs[0];
-    assert_eq!((r.method.as_str(), r.path.as_str()), ("POST", "/v1/chat/completions"));
+    assert_eq!(
+        (r.method.as_str(), r.path.as_str()),
+        ("POST", "/v1/chat/completions")
+    );
     assert!(r.is_stream());
     assert_eq!(r.body["model"], "gpt-4o-mini");
     assert_eq!(
@@ -121,8 +124,7 @@ async fn tool_call_deltas_are_reassembled() {
         FakeToolCall {
             id: "call_2".into(),
             name: "book_service".into(),
-            arguments: r#"{"customer_name":"Jonas Müller","preferred_time":"tomorrow 9am"}"#
-                .into(),
+            arguments: r#"{"customer_name":"Jonas Müller","preferred_time":"tomorrow 9am"}"#.into(),
         },
     ];
     let fake = FakeOpenAi::start(vec![
@@ -306,7 +308,10 @@ async fn dropping_the_stream_mid_reply_closes_the_connection() {
         Err(e) => panic!("{e}"),
     };
     let first = tokio::time::timeout(Duration::from_secs(3), stream.next()).await;
-    assert!(matches!(first, Ok(Some(Ok(ref w))) if w == "word0 "), "{first:?}");
+    assert!(
+        matches!(first, Ok(Some(Ok(ref w))) if w == "word0 "),
+        "{first:?}"
+    );
     assert!(!fake.requests()[0].client_disconnected);
     drop(stream);
     assert!(
@@ -330,7 +335,12 @@ async fn extraction_uses_json_mode_and_sends_the_key() {
         },
         user("my AC has been blowing warm air for two days, ZIP 78701"),
     ];
-    let f = match c.extract(&ExtractionRequest { history: history.clone() }).await {
+    let f = match c
+        .extract(&ExtractionRequest {
+            history: history.clone(),
+        })
+        .await
+    {
         Ok(f) => f,
         Err(e) => panic!("{e}"),
     };
@@ -408,7 +418,10 @@ async fn classification_retries_once_on_500_then_succeeds() {
     let c = client_with(&fake, |cfg| cfg.retry_backoff = Duration::from_millis(200));
     let t0 = Instant::now();
     let m = c.classify("classify this call").await;
-    assert!(t0.elapsed() >= Duration::from_millis(200), "backoff before the retry");
+    assert!(
+        t0.elapsed() >= Duration::from_millis(200),
+        "backoff before the retry"
+    );
     assert_eq!(
         m.map(|m| m.get("call_type").cloned()),
         Ok(Some(json!("ESTIMATE")))
@@ -580,7 +593,10 @@ async fn connection_refused_is_an_http_error_after_one_retry() {
         "a connect error is retried once after the backoff"
     );
     let r = c.reply(&turn("hi")).await.map(|_| ());
-    assert!(matches!(&r, Err(ResponderError::Http(m)) if m.contains("could not connect")), "{r:?}");
+    assert!(
+        matches!(&r, Err(ResponderError::Http(m)) if m.contains("could not connect")),
+        "{r:?}"
+    );
 }
 
 #[tokio::test]
@@ -592,7 +608,10 @@ async fn the_fake_can_be_switched_off_mid_test() {
     assert_eq!(reply(&c, "hi").await, vec![Ok("One.".to_string())]);
     // Hang: requests are recorded but never answered.
     fake.set_mode(FakeMode::Hang);
-    assert!(matches!(c.reply(&turn("hi")).await, Err(ResponderError::Timeout)));
+    assert!(matches!(
+        c.reply(&turn("hi")).await,
+        Err(ResponderError::Timeout)
+    ));
     assert_eq!(fake.request_count(), 2);
     // Close: connections are cut before any answer.
     fake.set_mode(FakeMode::Close);
@@ -601,7 +620,10 @@ async fn the_fake_can_be_switched_off_mid_test() {
     // Back on: the default behaviour answers in the shape asked for.
     fake.set_mode(FakeMode::Answer);
     assert_eq!(
-        reply(&c, "hi").await.into_iter().collect::<Result<String, _>>(),
+        reply(&c, "hi")
+            .await
+            .into_iter()
+            .collect::<Result<String, _>>(),
         Ok("Okay.".to_string())
     );
     assert_eq!(c.classify("x").await.map(|m| m.len()), Ok(0));
@@ -609,15 +631,23 @@ async fn the_fake_can_be_switched_off_mid_test() {
     fake.stop();
     tokio::time::sleep(Duration::from_millis(50)).await;
     let r = c.reply(&turn("hi")).await.map(|_| ());
-    assert!(matches!(&r, Err(ResponderError::Http(m)) if m.contains("could not connect")), "{r:?}");
+    assert!(
+        matches!(&r, Err(ResponderError::Http(m)) if m.contains("could not connect")),
+        "{r:?}"
+    );
 }
 
 #[tokio::test]
 async fn unknown_paths_get_a_404_and_do_not_consume_the_script() {
     let fake = FakeOpenAi::start(vec![Behaviour::json("scripted")]).await;
-    let c = client_with(&fake, |cfg| cfg.base_url = format!("http://{}/v2", fake.addr()));
+    let c = client_with(&fake, |cfg| {
+        cfg.base_url = format!("http://{}/v2", fake.addr())
+    });
     let r = c.classify("x").await;
-    assert!(matches!(&r, Err(ResponderError::Http(m)) if m.contains("404")), "{r:?}");
+    assert!(
+        matches!(&r, Err(ResponderError::Http(m)) if m.contains("404")),
+        "{r:?}"
+    );
     let good = client(&fake);
     let r = good
         .scoped_reply(&ScopedRequest {
@@ -627,4 +657,67 @@ async fn unknown_paths_get_a_404_and_do_not_consume_the_script() {
         })
         .await;
     assert_eq!(r, Ok("scripted".to_string()));
+}
+
+#[tokio::test]
+async fn connections_are_reused_after_complete_answers_but_not_after_a_drop() {
+    let fake = FakeOpenAi::start(vec![
+        Behaviour::text_stream(["a ", "b"]),
+        Behaviour::json("ok"),
+        Behaviour::text_stream(["c"]),
+        // The end of the body comes 200 ms after [DONE]: the client reads it
+        // in the background so the connection goes back to the pool.
+        Behaviour::RawStream {
+            chunks: vec![
+                (
+                    Duration::ZERO,
+                    b"data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"e\"},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n"
+                        .to_vec(),
+                ),
+                (Duration::from_millis(200), Vec::new()),
+            ],
+        },
+        Behaviour::slow_stream(Duration::from_millis(100), ["x "; 30]),
+        Behaviour::text_stream(["d"]),
+    ])
+    .await;
+    fake.set_keep_alive(true);
+    let c = client(&fake);
+    let pause = || tokio::time::sleep(Duration::from_millis(50));
+    assert_eq!(
+        reply(&c, "1").await,
+        vec![Ok("a ".to_string()), Ok("b".into())]
+    );
+    pause().await;
+    let r = c
+        .scoped_reply(&ScopedRequest {
+            state: State::Callback,
+            session: Session::default(),
+            user_text: "ok".into(),
+        })
+        .await;
+    assert_eq!(r, Ok("ok".to_string()));
+    pause().await;
+    assert_eq!(reply(&c, "3").await, vec![Ok("c".to_string())]);
+    pause().await;
+    let t0 = Instant::now();
+    assert_eq!(reply(&c, "4").await, vec![Ok("e".to_string())]);
+    assert!(t0.elapsed() < Duration::from_millis(200), "ends at [DONE]");
+    tokio::time::sleep(Duration::from_millis(350)).await;
+    let conns: Vec<usize> = fake.requests().iter().map(|r| r.connection).collect();
+    assert_eq!(conns, vec![1, 1, 1, 1], "one pooled connection");
+    // Dropping a reply mid-stream closes its connection: the next request
+    // needs a new one.
+    let mut s = match c.reply(&turn("5")).await {
+        Ok(s) => s,
+        Err(e) => panic!("{e}"),
+    };
+    let first = tokio::time::timeout(Duration::from_secs(3), s.next()).await;
+    assert!(matches!(first, Ok(Some(Ok(_)))), "{first:?}");
+    drop(s);
+    assert!(fake.wait_for_disconnect(4, Duration::from_secs(3)).await);
+    assert_eq!(reply(&c, "6").await, vec![Ok("d".to_string())]);
+    let conns: Vec<usize> = fake.requests().iter().map(|r| r.connection).collect();
+    assert_eq!(conns, vec![1, 1, 1, 1, 1, 2]);
+    assert_eq!(fake.connection_count(), 2);
 }

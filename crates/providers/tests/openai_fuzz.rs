@@ -153,7 +153,10 @@ fn build(shape: &Shape) -> ValidStream {
         json!({"id": "x", "object": "chat.completion.chunk",
                "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
     };
-    event(&mut body, &chunk(json!({"role": "assistant", "content": ""}), None));
+    event(
+        &mut body,
+        &chunk(json!({"role": "assistant", "content": ""}), None),
+    );
     for t in &shape.texts {
         event(&mut body, &chunk(json!({ "content": t }), None));
     }
@@ -184,7 +187,11 @@ fn build(shape: &Shape) -> ValidStream {
         });
     }
     let finish_at = body.len();
-    let reason = if tools.is_empty() { "stop" } else { "tool_calls" };
+    let reason = if tools.is_empty() {
+        "stop"
+    } else {
+        "tool_calls"
+    };
     event(&mut body, &chunk(json!({}), Some(reason)));
     if shape.done {
         body.push_str(&format!("data: [DONE]{le}{le}"));

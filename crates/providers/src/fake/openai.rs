@@ -5,8 +5,10 @@
 //! ([`RecordedRequest`]) and answers `POST /v1/chat/completions` from a
 //! script of [`Behaviour`]s, one per request in order, then a default
 //! behaviour. Streams are real `chat.completion.chunk` SSE events in a
-//! chunked HTTP response; JSON answers are `chat.completion` objects. Every
-//! response carries `Connection: close`.
+//! chunked HTTP response; JSON answers are `chat.completion` objects. By
+//! default every response carries `Connection: close`;
+//! [`FakeOpenAi::set_keep_alive`] makes the fake keep connections open
+//! for further requests (to check that a client reuses them).
 //!
 //! It also notices a client that goes away before its response finished
 //! ([`RecordedRequest::client_disconnected`]), and can be switched off
@@ -27,6 +29,7 @@
 use serde_json::{json, Value};
 use std::collections::VecDeque;
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -186,6 +189,8 @@ pub struct RecordedRequest {
     pub client_disconnected: bool,
     /// The whole response was written.
     pub response_finished: bool,
+    /// Which TCP connection carried the request (1 = the first accepted).
+    pub connection: usize,
 }
 
 impl RecordedRequest {
@@ -217,6 +222,8 @@ struct Shared {
     default: Mutex<Behaviour>,
     requests: Mutex<Vec<RecordedRequest>>,
     mode: Mutex<FakeMode>,
+    keep_alive: AtomicBool,
+    connections: AtomicUsize,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -279,6 +286,8 @@ impl FakeOpenAi {
             default: Mutex::new(default),
             requests: Mutex::new(Vec::new()),
             mode: Mutex::new(FakeMode::Answer),
+            keep_alive: AtomicBool::new(false),
+            connections: AtomicUsize::new(0),
         });
         let server = tokio::spawn(accept_loop(listener, shared.clone()));
         Ok(FakeOpenAi {
@@ -312,6 +321,17 @@ impl FakeOpenAi {
     /// answered continue).
     pub fn set_mode(&self, mode: FakeMode) {
         *lock(&self.shared.mode) = mode;
+    }
+
+    /// Keep connections open after complete responses
+    /// (`Connection: keep-alive`) instead of closing them (the default).
+    pub fn set_keep_alive(&self, on: bool) {
+        self.shared.keep_alive.store(on, Ordering::SeqCst);
+    }
+
+    /// How many TCP connections were accepted so far.
+    pub fn connection_count(&self) -> usize {
+        self.shared.connections.load(Ordering::SeqCst)
     }
 
     /// Switch the server off for good: the port stops listening (new
@@ -380,7 +400,8 @@ async fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
         tokio::select! {
             accepted = listener.accept() => match accepted {
                 Ok((stream, _)) => {
-                    conns.spawn(serve(stream, shared.clone()));
+                    let id = shared.connections.fetch_add(1, Ordering::SeqCst) + 1;
+                    conns.spawn(serve(stream, id, shared.clone()));
                 }
                 Err(e) => {
                     tracing::debug!(error = %e, "FakeOpenAi: accept failed");
@@ -478,69 +499,98 @@ enum Outcome {
     Dropped,
 }
 
-async fn serve(stream: TcpStream, shared: Arc<Shared>) {
-    let mode = *lock(&shared.mode);
-    if mode == FakeMode::Close {
+async fn serve(stream: TcpStream, connection: usize, shared: Arc<Shared>) {
+    if *lock(&shared.mode) == FakeMode::Close {
         return;
     }
     let _ = stream.set_nodelay(true);
     let (mut rd, mut wr) = stream.into_split();
-    let Ok(Some(req)) = tokio::time::timeout(REQUEST_READ_TIMEOUT, read_request(&mut rd)).await
-    else {
-        return;
-    };
-    let body: Value = serde_json::from_slice(&req.body).unwrap_or(Value::Null);
-    let recorded = RecordedRequest {
-        method: req.method.clone(),
-        path: req.path.clone(),
-        headers: req.headers,
-        body: body.clone(),
-        raw_body: String::from_utf8_lossy(&req.body).into_owned(),
-        client_disconnected: false,
-        response_finished: false,
-    };
-    let index = {
-        let mut all = lock(&shared.requests);
-        all.push(recorded);
-        all.len() - 1
-    };
-    let behaviour = if mode == FakeMode::Hang {
-        Behaviour::Hang
-    } else if req.method != "POST" || req.path != CHAT_PATH {
-        Behaviour::Status(
-            404,
-            json!({"error": {"message": format!("no route for {} {}", req.method, req.path)}})
-                .to_string(),
-        )
-    } else {
-        shared.next_behaviour()
-    };
-    let ctx = Ctx {
-        model: body
-            .get("model")
-            .and_then(Value::as_str)
-            .unwrap_or("fake-model")
-            .to_string(),
-        stream: body.get("stream").and_then(Value::as_bool) == Some(true),
-    };
-    let outcome = tokio::select! {
-        biased;
-        o = answer(&behaviour, &ctx, &mut wr) => o,
-        () = client_gone(&mut rd) => Outcome::WriteFailed,
-    };
-    match outcome {
-        Outcome::Finished => {
-            let _ = wr.shutdown().await;
-            shared.update(index, |r| r.response_finished = true);
+    loop {
+        let Ok(Some(req)) = tokio::time::timeout(REQUEST_READ_TIMEOUT, read_request(&mut rd)).await
+        else {
+            return;
+        };
+        let mode = *lock(&shared.mode);
+        if mode == FakeMode::Close {
+            return;
         }
-        Outcome::WriteFailed => shared.update(index, |r| r.client_disconnected = true),
-        Outcome::Dropped => {}
+        let body: Value = serde_json::from_slice(&req.body).unwrap_or(Value::Null);
+        let keep_alive = shared.keep_alive.load(Ordering::SeqCst)
+            && !req
+                .headers
+                .iter()
+                .any(|(n, v)| n == "connection" && v.eq_ignore_ascii_case("close"));
+        let recorded = RecordedRequest {
+            method: req.method.clone(),
+            path: req.path.clone(),
+            headers: req.headers,
+            body: body.clone(),
+            raw_body: String::from_utf8_lossy(&req.body).into_owned(),
+            client_disconnected: false,
+            response_finished: false,
+            connection,
+        };
+        let index = {
+            let mut all = lock(&shared.requests);
+            all.push(recorded);
+            all.len() - 1
+        };
+        let behaviour = if mode == FakeMode::Hang {
+            Behaviour::Hang
+        } else if req.method != "POST" || req.path != CHAT_PATH {
+            Behaviour::Status(
+                404,
+                json!({"error": {"message": format!("no route for {} {}", req.method, req.path)}})
+                    .to_string(),
+            )
+        } else {
+            shared.next_behaviour()
+        };
+        let ctx = Ctx {
+            model: body
+                .get("model")
+                .and_then(Value::as_str)
+                .unwrap_or("fake-model")
+                .to_string(),
+            stream: body.get("stream").and_then(Value::as_bool) == Some(true),
+            keep_alive,
+        };
+        let outcome = tokio::select! {
+            biased;
+            o = answer(&behaviour, &ctx, &mut wr) => o,
+            () = client_gone(&mut rd) => Outcome::WriteFailed,
+        };
+        match outcome {
+            Outcome::Finished => {
+                shared.update(index, |r| r.response_finished = true);
+                if !keep_alive {
+                    let _ = wr.shutdown().await;
+                    return;
+                }
+            }
+            Outcome::WriteFailed => {
+                shared.update(index, |r| r.client_disconnected = true);
+                return;
+            }
+            Outcome::Dropped => return,
+        }
     }
 }
 
 struct Ctx {
     model: String,
     stream: bool,
+    keep_alive: bool,
+}
+
+impl Ctx {
+    fn connection_header(&self) -> &'static str {
+        if self.keep_alive {
+            "keep-alive"
+        } else {
+            "close"
+        }
+    }
 }
 
 fn chunk_event(ctx: &Ctx, delta: Value, finish: Option<&str>) -> String {
@@ -581,21 +631,28 @@ async fn write(wr: &mut OwnedWriteHalf, bytes: &[u8]) -> bool {
     wr.write_all(bytes).await.is_ok() && wr.flush().await.is_ok()
 }
 
-async fn write_stream_head(wr: &mut OwnedWriteHalf) -> bool {
-    write(
-        wr,
-        b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n\
-Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n",
-    )
-    .await
+async fn write_stream_head(ctx: &Ctx, wr: &mut OwnedWriteHalf) -> bool {
+    let head = format!(
+        "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n\
+Transfer-Encoding: chunked\r\nConnection: {}\r\n\r\n",
+        ctx.connection_header()
+    );
+    write(wr, head.as_bytes()).await
 }
 
-async fn write_sized(wr: &mut OwnedWriteHalf, code: u16, content_type: &str, body: &[u8]) -> bool {
+async fn write_sized(
+    ctx: &Ctx,
+    wr: &mut OwnedWriteHalf,
+    code: u16,
+    content_type: &str,
+    body: &[u8],
+) -> bool {
     let mut out = format!(
         "HTTP/1.1 {code} {}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\n\
-Connection: close\r\n\r\n",
+Connection: {}\r\n\r\n",
         reason(code),
-        body.len()
+        body.len(),
+        ctx.connection_header()
     )
     .into_bytes();
     out.extend_from_slice(body);
@@ -686,12 +743,12 @@ async fn answer_plain(behaviour: &Behaviour, ctx: &Ctx, wr: &mut OwnedWriteHalf)
     match behaviour {
         Behaviour::Delay(..) | Behaviour::Reply(_) => Outcome::Finished,
         Behaviour::Stream { chunks } => finished(
-            write_stream_head(wr).await
+            write_stream_head(ctx, wr).await
                 && send_text_chunks(ctx, wr, chunks).await
                 && send_end(ctx, wr, "stop").await,
         ),
         Behaviour::StreamToolCall { calls, pieces } => {
-            if !(write_stream_head(wr).await
+            if !(write_stream_head(ctx, wr).await
                 && write(
                     wr,
                     &http_chunk(
@@ -721,7 +778,8 @@ async fn answer_plain(behaviour: &Behaviour, ctx: &Ctx, wr: &mut OwnedWriteHalf)
             finished(send_end(ctx, wr, "tool_calls").await)
         }
         Behaviour::Stall { chunks } => {
-            if !(write_stream_head(wr).await && send_text_chunks(ctx, wr, &no_delays(chunks)).await)
+            if !(write_stream_head(ctx, wr).await
+                && send_text_chunks(ctx, wr, &no_delays(chunks)).await)
             {
                 return Outcome::WriteFailed;
             }
@@ -738,10 +796,10 @@ async fn answer_plain(behaviour: &Behaviour, ctx: &Ctx, wr: &mut OwnedWriteHalf)
             } else {
                 "text/plain; charset=utf-8"
             };
-            finished(write_sized(wr, *code, ct, body.as_bytes()).await)
+            finished(write_sized(ctx, wr, *code, ct, body.as_bytes()).await)
         }
         Behaviour::MalformedChunk => {
-            if !(write_stream_head(wr).await
+            if !(write_stream_head(ctx, wr).await
                 && send_text_chunks(ctx, wr, &no_delays(&["Hel".to_string()])).await
                 && write(
                     wr,
@@ -761,10 +819,12 @@ async fn answer_plain(behaviour: &Behaviour, ctx: &Ctx, wr: &mut OwnedWriteHalf)
             );
             let mut out = http_chunk(ev.as_bytes());
             out.extend_from_slice(LAST_CHUNK);
-            finished(write_stream_head(wr).await && write(wr, &out).await)
+            finished(write_stream_head(ctx, wr).await && write(wr, &out).await)
         }
         Behaviour::DropConnection { chunks } => {
-            if write_stream_head(wr).await && send_text_chunks(ctx, wr, &no_delays(chunks)).await {
+            if write_stream_head(ctx, wr).await
+                && send_text_chunks(ctx, wr, &no_delays(chunks)).await
+            {
                 Outcome::Dropped
             } else {
                 Outcome::WriteFailed
@@ -783,10 +843,19 @@ async fn answer_plain(behaviour: &Behaviour, ctx: &Ctx, wr: &mut OwnedWriteHalf)
                 }],
                 "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}
             });
-            finished(write_sized(wr, 200, "application/json", body.to_string().as_bytes()).await)
+            finished(
+                write_sized(
+                    ctx,
+                    wr,
+                    200,
+                    "application/json",
+                    body.to_string().as_bytes(),
+                )
+                .await,
+            )
         }
         Behaviour::RawStream { chunks } => {
-            if !write_stream_head(wr).await {
+            if !write_stream_head(ctx, wr).await {
                 return Outcome::WriteFailed;
             }
             for (delay, bytes) in chunks {
@@ -817,6 +886,9 @@ mod tests {
 
     #[test]
     fn http_chunk_framing() {
-        assert_eq!(http_chunk(b"hello world, 16!"), b"10\r\nhello world, 16!\r\n");
+        assert_eq!(
+            http_chunk(b"hello world, 16!"),
+            b"10\r\nhello world, 16!\r\n"
+        );
     }
 }
