@@ -692,9 +692,7 @@ impl StreamIo {
                 }
                 return None;
             }
-            let Some(body) = self.body.as_mut() else {
-                return None;
-            };
+            let body = self.body.as_mut()?;
             let deadline = if self.got_first {
                 Instant::now() + self.idle
             } else {
