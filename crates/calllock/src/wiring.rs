@@ -46,6 +46,7 @@ pub fn llm_client(cfg: &Config) -> Result<Option<OpenAiClient>> {
         base_url: cfg.llm.effective_base_url().to_string(),
         model: cfg.llm.model.clone(),
         api_key: (!key.is_empty()).then(|| key.to_string()),
+        profile: cfg.business.clone(),
         ..OpenAiConfig::default()
     };
     Ok(Some(
