@@ -935,3 +935,270 @@ impl HostMap {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+    use std::io::{Read, Write};
+
+    fn connect(fake: &FakeHttp) -> std::net::TcpStream {
+        let s = std::net::TcpStream::connect(("127.0.0.1", fake.port())).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        s
+    }
+
+    /// Read one response with a Content-Length body from a kept-alive socket.
+    fn read_response(sock: &mut std::net::TcpStream) -> String {
+        let mut buf = Vec::new();
+        let mut byte = [0u8; 1];
+        while find(&buf, b"\r\n\r\n", 0).is_none() {
+            assert_eq!(sock.read(&mut byte).unwrap(), 1, "EOF in head");
+            buf.push(byte[0]);
+        }
+        let head = String::from_utf8(buf.clone()).unwrap();
+        let len: usize = head
+            .lines()
+            .find_map(|l| l.strip_prefix("Content-Length: "))
+            .unwrap()
+            .parse()
+            .unwrap();
+        let mut body = vec![0u8; len];
+        sock.read_exact(&mut body).unwrap();
+        head + &String::from_utf8(body).unwrap()
+    }
+
+    #[test]
+    fn keep_alive_pipelining_and_the_last_response_repeats() {
+        let fake = FakeHttp::start();
+        fake.set(
+            "/a",
+            vec![
+                FakeResponse::json(200, json!({"n": 1})),
+                FakeResponse::text(503, "busy"),
+            ],
+        );
+        let mut sock = connect(&fake);
+        // Two requests in one write (pipelined), then a third.
+        sock.write_all(
+            b"POST /a HTTP/1.1\r\nContent-Length: 3\r\n\r\n[1]GET /a?x=1 HTTP/1.1\r\n\r\n",
+        )
+        .unwrap();
+        let first = read_response(&mut sock);
+        assert!(first.starts_with("HTTP/1.1 200 OK\r\n"), "{first}");
+        assert!(first.contains("Connection: keep-alive") && first.ends_with("{\"n\":1}"));
+        let second = read_response(&mut sock);
+        assert!(
+            second.starts_with("HTTP/1.1 503 Service Unavailable\r\n") && second.ends_with("busy")
+        );
+        sock.write_all(b"POST /a HTTP/1.1\r\ncontent-length: 0\r\n\r\n")
+            .unwrap();
+        assert!(read_response(&mut sock).ends_with("busy"));
+        let reqs = fake.requests();
+        assert_eq!(reqs.len(), 3);
+        assert_eq!(reqs[0].json, Some(json!([1])));
+        assert_eq!(reqs[1].method, "GET");
+        assert_eq!(reqs[1].path, "/a?x=1");
+        assert!(reqs[0].seq < reqs[1].seq && reqs[1].seq < reqs[2].seq);
+        assert_eq!(fake.count("/a"), 3);
+    }
+
+    #[test]
+    fn chunked_bodies_and_expect_continue_are_read() {
+        let fake = FakeHttp::start();
+        fake.set("/c", vec![FakeResponse::json(200, json!({}))]);
+        let mut sock = connect(&fake);
+        sock.write_all(
+            b"POST /c HTTP/1.1\r\nTransfer-Encoding: chunked\r\nX-Mixed-Case: v\r\n\r\n4;ext=1\r\n{\"a\"\r\n4\r\n: 1}\r\n0\r\nTrailer: t\r\n\r\n",
+        )
+        .unwrap();
+        assert!(read_response(&mut sock).starts_with("HTTP/1.1 200"));
+        sock.write_all(b"POST /c HTTP/1.1\r\nExpect: 100-continue\r\nContent-Length: 2\r\n\r\n")
+            .unwrap();
+        let mut cont = [0u8; 25];
+        sock.read_exact(&mut cont).unwrap();
+        assert_eq!(&cont, b"HTTP/1.1 100 Continue\r\n\r\n");
+        sock.write_all(b"{}").unwrap();
+        assert!(read_response(&mut sock).starts_with("HTTP/1.1 200"));
+        let reqs = fake.requests();
+        assert_eq!(reqs[0].body, b"{\"a\": 1}");
+        assert_eq!(reqs[0].json, Some(json!({"a": 1})));
+        assert_eq!(reqs[0].header("x-mixed-case"), Some("v"));
+        assert_eq!(reqs[0].header("X-MIXED-CASE"), Some("v"));
+        assert_eq!(reqs[1].body_text(), "{}");
+    }
+
+    #[test]
+    fn unknown_paths_network_errors_and_garbage_close_the_connection() {
+        let fake = FakeHttp::start();
+        fake.set("/net", vec![FakeResponse::NetworkError]);
+        fake.set("/junk", vec![FakeResponse::Garbage(b"\x00junk".to_vec())]);
+        for (path, expect) in [("/nope", &b""[..]), ("/net", b""), ("/junk", b"\x00junk")] {
+            let mut sock = connect(&fake);
+            write!(sock, "POST {path} HTTP/1.1\r\nContent-Length: 0\r\n\r\n").unwrap();
+            let mut out = Vec::new();
+            let _ = sock.read_to_end(&mut out);
+            assert_eq!(out, expect, "{path}");
+        }
+        assert_eq!(fake.request_count(), 3);
+        // A malformed request is not recorded and closes the connection.
+        let mut sock = connect(&fake);
+        sock.write_all(b"garbage\r\n\r\n").unwrap();
+        let mut out = Vec::new();
+        let _ = sock.read_to_end(&mut out);
+        assert!(out.is_empty());
+        assert_eq!(fake.request_count(), 3);
+    }
+
+    #[test]
+    fn stop_and_restart_keep_the_port_scripts_and_records() {
+        let fake = FakeHttp::start();
+        let port = fake.port();
+        fake.set("/x", vec![FakeResponse::status(204)]);
+        let mut s = connect(&fake);
+        s.write_all(b"GET /x HTTP/1.1\r\n\r\n").unwrap();
+        let mut out = String::new();
+        s.read_to_string(&mut out).unwrap();
+        assert!(out.starts_with("HTTP/1.1 204"), "{out}");
+        assert!(out.contains("Connection: close"), "{out}");
+        fake.stop();
+        fake.stop();
+        assert!(std::net::TcpStream::connect(("127.0.0.1", port)).is_err());
+        fake.restart().unwrap();
+        assert_eq!(fake.port(), port);
+        assert!(fake.is_running());
+        let mut s = connect(&fake);
+        s.write_all(b"GET /x HTTP/1.1\r\n\r\n").unwrap();
+        let mut out = String::new();
+        s.read_to_string(&mut out).unwrap();
+        assert!(out.starts_with("HTTP/1.1 204"), "{out}");
+        assert_eq!(fake.request_count(), 2);
+        fake.clear_requests();
+        assert_eq!(fake.request_count(), 0);
+    }
+
+    #[test]
+    fn response_specs() {
+        assert_eq!(
+            FakeResponse::from_spec(&json!({"status": 200, "json": {"a": 1}})),
+            Ok(FakeResponse::json(200, json!({"a": 1})))
+        );
+        assert_eq!(
+            FakeResponse::from_spec(&json!({"status": 500})),
+            Ok(FakeResponse::status(500))
+        );
+        assert_eq!(
+            FakeResponse::from_spec(&json!({"status": 200, "text": "raw"})),
+            Ok(FakeResponse::text(200, "raw"))
+        );
+        assert_eq!(
+            FakeResponse::from_spec(&json!({"network_error": true})),
+            Ok(FakeResponse::NetworkError)
+        );
+        assert_eq!(
+            FakeResponse::from_spec(&json!({"status": 200, "delay_s": 0.5})),
+            Ok(FakeResponse::delay(
+                Duration::from_millis(500),
+                FakeResponse::status(200)
+            ))
+        );
+        assert!(FakeResponse::from_spec(&json!({"status": 200, "body": 1})).is_err());
+        assert!(FakeResponse::from_spec(&json!({"status": 70000})).is_err());
+        assert!(FakeResponse::from_spec(&json!({"status": 200, "json": 1, "text": ""})).is_err());
+        assert!(FakeResponse::from_spec(&json!([])).is_err());
+        assert!(FakeResponse::list_from_spec(&json!([])).is_err());
+        assert_eq!(
+            FakeResponse::list_from_spec(&json!([{"status": 503}, {"status": 200}]))
+                .map(|l| l.len()),
+            Ok(2)
+        );
+    }
+
+    #[test]
+    fn split_url_normalizes() {
+        assert_eq!(
+            split_url("https://App.Example.com:443/api/x?q=1"),
+            Ok(("https://app.example.com".into(), "/api/x?q=1".into()))
+        );
+        assert_eq!(
+            split_url("http://h.example.com:8080"),
+            Ok(("http://h.example.com:8080".into(), "/".into()))
+        );
+        assert!(split_url("ftp://x/").is_err());
+        assert!(split_url("/relative").is_err());
+    }
+
+    #[test]
+    fn host_map_maps_hosts_to_fakes_and_back() {
+        let mut hosts = HostMap::new();
+        hosts
+            .load_server(
+                Some("https://v2.example.com/"),
+                &json!({
+                    "/webhook/retell/lookup_caller": {"status": 200, "json": {"found": false}},
+                    "https://app.example.com/api/webhook/jobs": [{"status": 503}, {"status": 200, "json": {}}],
+                }),
+            )
+            .unwrap();
+        let v2 = hosts.local_url("https://v2.example.com").unwrap();
+        let jobs = hosts
+            .local_url("https://app.example.com/api/webhook/jobs")
+            .unwrap();
+        let calls = hosts
+            .local_url("https://app.example.com/api/webhook/calls")
+            .unwrap();
+        assert_eq!(hosts.fakes().count(), 2, "one fake per host");
+        assert!(v2.starts_with("http://127.0.0.1:") && v2.ends_with('/'));
+        assert!(jobs.ends_with("/api/webhook/jobs"));
+        assert_eq!(
+            jobs.trim_end_matches("/api/webhook/jobs"),
+            calls.trim_end_matches("/api/webhook/calls")
+        );
+        assert_eq!(
+            hosts.to_logical(&calls),
+            "https://app.example.com/api/webhook/calls"
+        );
+        assert_eq!(hosts.to_logical("http://elsewhere/x"), "http://elsewhere/x");
+
+        let post = |url: &str| {
+            let (origin, path) = split_url(url).unwrap();
+            let port: u16 = origin.rsplit(':').next().unwrap().parse().unwrap();
+            let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+            write!(
+                s,
+                "POST {path} HTTP/1.1\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+            )
+            .unwrap();
+            let mut out = String::new();
+            let _ = s.read_to_string(&mut out);
+            out
+        };
+        assert!(post(&jobs).starts_with("HTTP/1.1 503"));
+        assert!(post(&format!("{v2}webhook/retell/lookup_caller")).starts_with("HTTP/1.1 200"));
+        assert!(post(&jobs).starts_with("HTTP/1.1 200"));
+        assert_eq!(post(&calls), "", "not scripted: closed");
+        let urls: Vec<String> = hosts.requests().into_iter().map(|m| m.url).collect();
+        assert_eq!(
+            urls,
+            [
+                "https://app.example.com/api/webhook/jobs",
+                "https://v2.example.com/webhook/retell/lookup_caller",
+                "https://app.example.com/api/webhook/jobs",
+                "https://app.example.com/api/webhook/calls",
+            ]
+        );
+        let first = &hosts.requests()[1].request;
+        assert_eq!(
+            hosts.logical_url(first),
+            "https://v2.example.com/webhook/retell/lookup_caller"
+        );
+        assert_eq!(hosts.request_count(), 4);
+        hosts.clear_routes();
+        assert_eq!(post(&jobs), "");
+        assert!(hosts
+            .load_server(None, &json!({"/relative": {"status": 200}}))
+            .is_err());
+        assert!(hosts.fake("https://app.example.com/other").is_some());
+        assert!(hosts.fake("https://unknown.example.com/").is_none());
+    }
+}
