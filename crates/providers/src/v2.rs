@@ -315,26 +315,32 @@ pub fn result_for(tool: Tool, outcome: &Result<Value, V2Failure>) -> Value {
 // ---------------------------------------------------------------------------
 // Helpers shared with the dashboard client
 
-/// The first [`EXCERPT_CHARS`] characters of a body as one printable line
-/// (lossy UTF-8, control characters escaped), with each non-empty `secret`
-/// replaced by `<redacted>`.
+/// The start of a body as one printable line of at most [`EXCERPT_CHARS`]
+/// characters plus `…` when cut (lossy UTF-8, control characters escaped),
+/// with each non-empty `secret` replaced by `<redacted>`.
 pub(crate) fn excerpt(body: &[u8], secrets: &[&str]) -> String {
-    let text = String::from_utf8_lossy(body);
-    let mut text = text.into_owned();
+    // Only the start matters; redaction runs before truncation, so a secret
+    // crossing the excerpt's end is still hidden.
+    let head = body.get(..8192).unwrap_or(body);
+    let mut text = String::from_utf8_lossy(head).into_owned();
     for s in secrets.iter().filter(|s| !s.is_empty()) {
         text = text.replace(s, "<redacted>");
     }
     let mut out = String::new();
-    for (i, c) in text.chars().enumerate() {
-        if i >= EXCERPT_CHARS {
+    let mut count = 0;
+    for c in text.chars() {
+        let escaped: String = if c.is_control() {
+            c.escape_default().collect()
+        } else {
+            c.to_string()
+        };
+        let n = escaped.chars().count();
+        if count + n > EXCERPT_CHARS {
             out.push('…');
             break;
         }
-        if c.is_control() {
-            out.extend(c.escape_default());
-        } else {
-            out.push(c);
-        }
+        out.push_str(&escaped);
+        count += n;
     }
     out
 }
@@ -731,6 +737,10 @@ mod tests {
         assert_eq!(e, "key=<redacted>\\n\\u{1}tail");
         let long = excerpt(&[b'a'; 500], &[]);
         assert_eq!(long.chars().count(), EXCERPT_CHARS + 1);
+        // Escapes count towards the limit.
+        let zeros = excerpt(&[0; 500], &[]);
+        assert!(zeros.chars().count() <= EXCERPT_CHARS + 1, "{zeros}");
+        assert!(zeros.ends_with('…'));
         assert_eq!(excerpt(&[0xff, 0xfe], &[]), "\u{fffd}\u{fffd}");
     }
 
