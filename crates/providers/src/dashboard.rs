@@ -145,8 +145,9 @@ pub enum DeliveryError {
     /// idempotency key). Retrying does not help.
     #[error("cannot send the dashboard request: {0}")]
     Request(String),
-    /// No answer: connection refused or reset, DNS, TLS, truncated body.
-    #[error("could not reach the dashboard: {0}")]
+    /// No usable answer: connection refused or reset, DNS, TLS, a malformed
+    /// or truncated HTTP response.
+    #[error("no usable answer from the dashboard: {0}")]
     Transport(String),
     /// No complete answer within the timeout.
     #[error("the dashboard did not answer within {} s", .0.as_secs_f64())]

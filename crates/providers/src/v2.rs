@@ -227,8 +227,9 @@ pub fn unavailable_result(tool: Tool) -> Value {
 /// failure object; [`V2Failure::excerpt`] is the body excerpt for logs.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum V2Failure {
-    /// No answer: connection refused or reset, DNS, TLS, truncated body.
-    #[error("could not reach the V2 backend: {0}")]
+    /// No usable answer: connection refused or reset, DNS, TLS, a malformed
+    /// or truncated HTTP response.
+    #[error("no usable answer from the V2 backend: {0}")]
     Transport(String),
     /// No complete answer within the timeout.
     #[error("the V2 backend did not answer within {} s", .0.as_secs_f64())]
@@ -345,19 +346,35 @@ pub(crate) fn excerpt(body: &[u8], secrets: &[&str]) -> String {
     out
 }
 
-/// A reqwest error in plain words: its message and causes, without the URL.
+/// A reqwest error in plain words: the specific causes (e.g. "tcp connect
+/// error: Connection refused (os error 111)"), without reqwest's generic
+/// wrappers and without the URL.
 pub(crate) fn describe_error(e: reqwest::Error) -> String {
     let e = e.without_url();
-    let mut parts = vec![e.to_string()];
+    let mut chain = vec![e.to_string()];
     let mut source = std::error::Error::source(&e);
     while let Some(s) = source {
-        let text = s.to_string();
-        if !parts.iter().any(|p| p.contains(&text)) {
-            parts.push(text);
-        }
+        chain.push(s.to_string());
         source = s.source();
     }
-    parts.join(": ")
+    let generic = |m: &str| {
+        m.starts_with("error sending request")
+            || m.starts_with("client error (")
+            || m.starts_with("error decoding response body")
+            || m.starts_with("request or response body error")
+    };
+    let mut parts: Vec<String> = Vec::new();
+    for m in chain.iter().filter(|m| !generic(m)) {
+        // Skip a cause already contained in the previous message.
+        if !parts.last().is_some_and(|p| p.contains(m.as_str())) {
+            parts.push(m.clone());
+        }
+    }
+    if parts.is_empty() {
+        chain.join(": ")
+    } else {
+        parts.join(": ")
+    }
 }
 
 /// Read a response body, at most `limit` bytes (one byte more marks it as

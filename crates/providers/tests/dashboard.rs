@@ -250,7 +250,8 @@ async fn post_once_is_a_single_classified_attempt() {
     let e = s.client.post_once(&url, body, None).await.unwrap_err();
     assert!(matches!(e, DeliveryError::Transport(_)), "{e:?}");
     assert!(
-        e.to_string().starts_with("could not reach the dashboard"),
+        e.to_string()
+            .starts_with("no usable answer from the dashboard"),
         "{e}"
     );
 

@@ -419,19 +419,33 @@ fn spawn_server(
     shared: Arc<Shared>,
 ) -> io::Result<Running> {
     listener.set_nonblocking(true)?;
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
     let (tx, mut rx) = tokio::sync::oneshot::channel::<()>();
+    let (ready_tx, ready_rx) = std::sync::mpsc::channel::<io::Result<()>>();
     let origin = format!("http://127.0.0.1:{port}");
+    // The runtime is built, used and dropped on the server thread only, so
+    // starting and stopping work from inside any async test.
     let thread = std::thread::Builder::new()
         .name(format!("fake-http-{port}"))
         .spawn(move || {
+            let runtime = match tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+            {
+                Ok(rt) => rt,
+                Err(e) => {
+                    let _ = ready_tx.send(Err(e));
+                    return;
+                }
+            };
             runtime.block_on(async move {
                 let listener = match TcpListener::from_std(listener) {
                     Ok(l) => l,
-                    Err(_) => return,
+                    Err(e) => {
+                        let _ = ready_tx.send(Err(e));
+                        return;
+                    }
                 };
+                let _ = ready_tx.send(Ok(()));
                 loop {
                     tokio::select! {
                         _ = &mut rx => break,
@@ -448,10 +462,22 @@ fn spawn_server(
             // their sockets; the listener is already closed.
             drop(runtime);
         })?;
-    Ok(Running {
-        shutdown: Some(tx),
-        thread: Some(thread),
-    })
+    match ready_rx.recv() {
+        Ok(Ok(())) => Ok(Running {
+            shutdown: Some(tx),
+            thread: Some(thread),
+        }),
+        Ok(Err(e)) => {
+            let _ = thread.join();
+            Err(e)
+        }
+        Err(_) => {
+            let _ = thread.join();
+            Err(io::Error::other(
+                "the fake server thread ended during start-up",
+            ))
+        }
+    }
 }
 
 async fn serve_connection(mut sock: TcpStream, shared: Arc<Shared>, origin: String) {
