@@ -375,6 +375,13 @@ impl FakeHttp {
 
     /// Stop listening and drop every open connection (in-flight requests
     /// fail). Scripts and recorded requests are kept. Idempotent.
+    ///
+    /// Like a real server restart, this leaves clients with pooled
+    /// connections that are now closed. A client on a current-thread runtime
+    /// that was blocked in `stop`/`restart` has not yet noticed: let it run
+    /// once (`tokio::task::yield_now().await`) before its next request, or
+    /// that request may fail with "connection closed before message
+    /// completed" without reaching the fake.
     pub fn stop(&self) {
         let running = lock(&self.running).take();
         if let Some(mut r) = running {
