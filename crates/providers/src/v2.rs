@@ -94,6 +94,13 @@ impl V2Config {
     }
 }
 
+impl Default for V2Config {
+    /// No URL (set `base_url` before [`V2Client::new`]), no key, 10 s.
+    fn default() -> Self {
+        V2Config::new("")
+    }
+}
+
 impl std::fmt::Debug for V2Config {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("V2Config")
