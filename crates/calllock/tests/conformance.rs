@@ -205,6 +205,7 @@ fn run_case(case: &Value) -> R {
         "sm" => run_sm(case),
         "processor" => run_processor(case),
         "cb_sequence" => run_cb(case),
+        "http" => run_http(case),
         other => Err(format!("unknown kind {other:?}")),
     }
 }
@@ -1442,6 +1443,339 @@ fn run_cb(case: &Value) -> R {
         };
         if let (Some(g), Some(e)) = (got, expect) {
             check_exact(&format!("{} at t+{}", s(step, "op"), now - 1000.0), e, &g)?;
+        }
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------
+// Kind http (README §8): the V2 backend and dashboard clients against
+// loopback fakes. One FakeHttp per logical host (HostMap); the clients are
+// configured with the fakes' URLs and requests are mapped back to the
+// case's URLs.
+
+use providers::dashboard::{DashboardClient, DashboardConfig, Sleeper};
+use providers::fake::http::{HostMap, MappedRequest};
+use providers::v2::{V2Client, V2Config};
+use std::sync::{Arc, Mutex};
+
+enum HttpClient {
+    V2(V2Client),
+    Dashboard(DashboardClient),
+}
+
+fn run_http(case: &Value) -> R {
+    only_keys(
+        "case",
+        case,
+        &[
+            "id",
+            "area",
+            "kind",
+            "source",
+            "decision",
+            "original_id",
+            "note",
+            "advisory",
+            "given",
+            "steps",
+            "expect_closed",
+        ],
+    )?;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start a runtime: {e}"))?;
+    rt.block_on(run_http_steps(case))
+}
+
+fn lock_ok<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+fn required_str<'a>(v: &'a Value, key: &str) -> Result<&'a str, String> {
+    v.get(key)
+        .and_then(Value::as_str)
+        .ok_or_else(|| format!("given.{key} must be a string"))
+}
+
+async fn run_http_steps(case: &Value) -> R {
+    let given = &case["given"];
+    let mut hosts = HostMap::new();
+    let now = Arc::new(Mutex::new(1000.0_f64));
+    let sleeps: Arc<Mutex<Vec<f64>>> = Arc::default();
+    let client = match s(given, "client") {
+        "v2" => {
+            only_keys("given", given, &["client", "base_url", "api_key", "server"])?;
+            let base = required_str(given, "base_url")?;
+            hosts.load_server(Some(base), &given["server"])?;
+            let mut config = V2Config::new(hosts.local_url(base)?);
+            if let Some(key) = given.get("api_key") {
+                config.api_key = Some(key.as_str().ok_or("api_key must be a string")?.into());
+            }
+            let clock = now.clone();
+            let c = V2Client::new(config)
+                .map_err(|e| e.to_string())?
+                .with_clock(Arc::new(move || *lock_ok(&clock)));
+            HttpClient::V2(c)
+        }
+        "dashboard" => {
+            only_keys(
+                "given",
+                given,
+                &[
+                    "client",
+                    "jobs_url",
+                    "calls_url",
+                    "alerts_url",
+                    "webhook_secret",
+                    "user_email",
+                    "server",
+                ],
+            )?;
+            hosts.load_server(None, &given["server"])?;
+            let config = DashboardConfig {
+                jobs_url: hosts.local_url(required_str(given, "jobs_url")?)?,
+                calls_url: hosts.local_url(required_str(given, "calls_url")?)?,
+                alerts_url: hosts.local_url(required_str(given, "alerts_url")?)?,
+                webhook_secret: required_str(given, "webhook_secret")?.into(),
+                user_email: s_owned(given, "user_email"),
+                ..DashboardConfig::default()
+            };
+            let record = sleeps.clone();
+            let sleeper: Sleeper = Arc::new(move |d| {
+                lock_ok(&record).push(d.as_secs_f64());
+                Box::pin(async {})
+            });
+            let c = DashboardClient::new(config)
+                .map_err(|e| e.to_string())?
+                .with_sleeper(sleeper);
+            HttpClient::Dashboard(c)
+        }
+        other => return Err(format!("unknown client {other:?}")),
+    };
+    for (i, step) in case["steps"]
+        .as_array()
+        .ok_or("steps must be a list")?
+        .iter()
+        .enumerate()
+    {
+        only_keys("step", step, &["call", "args", "expect", "advance_time_s"])?;
+        if let Some(dt) = step.get("advance_time_s") {
+            *lock_ok(&now) += dt.as_f64().ok_or("advance_time_s must be a number")?;
+            continue;
+        }
+        let name = step
+            .get("call")
+            .and_then(Value::as_str)
+            .ok_or_else(|| format!("step {i}: neither call nor advance_time_s"))?;
+        let args = step.get("args").cloned().unwrap_or_else(|| json!({}));
+        let before = hosts.request_count();
+        lock_ok(&sleeps).clear();
+        let result = match &client {
+            HttpClient::V2(c) => {
+                let call = v2_tool_call(name, &args)?;
+                agent::backend::Backend::call(c, &call).await
+            }
+            HttpClient::Dashboard(d) => {
+                only_keys("args", &args, &["payload"])?;
+                let payload = args
+                    .get("payload")
+                    .ok_or("dashboard calls need a payload")?;
+                match name {
+                    "send_job" => d.send_job(payload).await,
+                    "send_call" => d.send_call(payload).await,
+                    "send_emergency_alert" => d.send_emergency_alert(payload).await,
+                    other => return Err(format!("unknown dashboard method {other:?}")),
+                }
+            }
+        };
+        let all = hosts.requests();
+        let new = all.get(before..).unwrap_or(&[]);
+        let sleeps_now = lock_ok(&sleeps).clone();
+        check_http_expect(
+            step.get("expect").unwrap_or(&json!({})),
+            &result,
+            new,
+            &sleeps_now,
+        )
+        .map_err(|e| format!("step {i} ({name}): {e}"))?;
+    }
+    if case.get("expect_closed") == Some(&json!(true)) {
+        let closed = match &client {
+            HttpClient::V2(c) => {
+                c.close();
+                c.is_closed()
+            }
+            HttpClient::Dashboard(d) => {
+                d.close();
+                d.is_closed()
+            }
+        };
+        if !closed {
+            return Err("the client does not report itself closed after close()".into());
+        }
+    }
+    Ok(())
+}
+
+/// A v2 `call` step's logical arguments (README §4.3, with its defaults).
+fn v2_tool_call(name: &str, a: &Value) -> Result<agent::backend::ToolCall, String> {
+    use agent::backend::ToolCall;
+    let get = |k: &str, default: &str| -> String {
+        a.get(k)
+            .and_then(Value::as_str)
+            .unwrap_or(default)
+            .to_string()
+    };
+    let allowed: &[&str] = match name {
+        "lookup_caller" => &["phone", "call_id"],
+        "book_service" => &[
+            "customer_name",
+            "problem",
+            "address",
+            "preferred_time",
+            "phone",
+            "call_id",
+        ],
+        "create_callback" => &[
+            "phone",
+            "callback_type",
+            "reason",
+            "customer_name",
+            "urgency",
+            "call_id",
+        ],
+        "send_sales_lead_alert" => &["phone", "reason", "call_id"],
+        "manage_appointment" => &[
+            "action",
+            "phone",
+            "booking_uid",
+            "reason",
+            "new_time",
+            "call_id",
+        ],
+        other => return Err(format!("unknown v2 method {other:?}")),
+    };
+    only_keys("args", a, allowed)?;
+    Ok(match name {
+        "lookup_caller" => ToolCall::LookupCaller {
+            phone: get("phone", ""),
+            call_id: get("call_id", ""),
+        },
+        "book_service" => ToolCall::BookService {
+            customer_name: get("customer_name", ""),
+            problem: get("problem", ""),
+            address: get("address", ""),
+            preferred_time: get("preferred_time", ""),
+            phone: get("phone", ""),
+            call_id: get("call_id", ""),
+        },
+        "create_callback" => ToolCall::CreateCallback {
+            phone: get("phone", ""),
+            callback_type: get("callback_type", "service"),
+            reason: get("reason", ""),
+            customer_name: get("customer_name", ""),
+            urgency: get("urgency", "normal"),
+            call_id: get("call_id", ""),
+        },
+        "send_sales_lead_alert" => ToolCall::SendSalesLeadAlert {
+            phone: get("phone", ""),
+            reason: get("reason", ""),
+            call_id: get("call_id", ""),
+        },
+        _ => ToolCall::ManageAppointment {
+            action: get("action", ""),
+            phone: get("phone", ""),
+            booking_uid: get("booking_uid", ""),
+            reason: get("reason", ""),
+            new_time: get("new_time", ""),
+            call_id: get("call_id", ""),
+        },
+    })
+}
+
+fn check_http_expect(e: &Value, result: &Value, requests: &[MappedRequest], sleeps: &[f64]) -> R {
+    only_keys(
+        "expect",
+        e,
+        &[
+            "result",
+            "result_subset",
+            "result_keys",
+            "request_count",
+            "request",
+            "retry_sleeps_s",
+        ],
+    )?;
+    if let Some(x) = e.get("result") {
+        check_exact("result", x, result)?;
+    }
+    if let Some(x) = e.get("result_subset") {
+        check_subset("result_subset", x, result)?;
+    }
+    if let Some(x) = e.get("result_keys") {
+        let mut keys: Vec<&String> = result
+            .as_object()
+            .map(|o| o.keys().collect())
+            .unwrap_or_default();
+        keys.sort();
+        check_exact("result_keys", x, &json!(keys))?;
+    }
+    if let Some(x) = e.get("request_count") {
+        check_exact("request_count", x, &json!(requests.len()))?;
+    }
+    if let Some(x) = e.get("retry_sleeps_s") {
+        check_exact("retry_sleeps_s", x, &json!(sleeps))?;
+    }
+    if let Some(x) = e.get("request") {
+        only_keys(
+            "request",
+            x,
+            &["url", "json", "json_subset", "headers", "hmac_sha256"],
+        )?;
+        let first = requests.first().ok_or("request: no request was made")?;
+        let body_json = first.request.json.clone().unwrap_or(Value::Null);
+        if let Some(u) = x.get("url") {
+            check_exact("request.url", u, &json!(first.url))?;
+        }
+        if let Some(j) = x.get("json") {
+            check_exact("request.json", j, &body_json)?;
+        }
+        if let Some(j) = x.get("json_subset") {
+            check_subset("request.json_subset", j, &body_json)?;
+        }
+        if let Some(h) = x.get("headers") {
+            let h = h.as_object().ok_or("request.headers must be an object")?;
+            for (name, want) in h {
+                let got = first.request.header(name);
+                match (want, got) {
+                    (Value::Null, None) => {}
+                    (Value::Null, Some(v)) => {
+                        return Err(format!("header {name} should be absent, got {v:?}"))
+                    }
+                    (Value::String(w), Some(g)) if w == g => {}
+                    (w, g) => return Err(format!("header {name}: expected {w}, got {g:?}")),
+                }
+            }
+        }
+        if let Some(sig) = x.get("hmac_sha256") {
+            use hmac::Mac;
+            only_keys("hmac_sha256", sig, &["header", "key"])?;
+            let header = s(sig, "header");
+            let got = first
+                .request
+                .header(header)
+                .ok_or_else(|| format!("hmac_sha256: header {header} is absent"))?;
+            let mut mac = hmac::Hmac::<sha2::Sha256>::new_from_slice(s(sig, "key").as_bytes())
+                .map_err(|e| format!("hmac key: {e}"))?;
+            mac.update(&first.request.body);
+            let want = hex::encode(mac.finalize().into_bytes());
+            if got.strip_prefix("sha256=").unwrap_or(got) != want {
+                return Err(format!(
+                    "hmac_sha256: {header} is {got:?}, expected the HMAC of the body {want:?}"
+                ));
+            }
         }
     }
     Ok(())
