@@ -24,7 +24,9 @@ use crate::record::{self, FinishedCall};
 use crate::sim::Outcome;
 use agent::backend::{Backend, ToolCall};
 use agent::classify::classification_prompt;
-use agent::postcall::{booking_status, build_call_payload, build_emergency_alert, merge_classification};
+use agent::postcall::{
+    booking_status, build_call_payload, build_emergency_alert, merge_classification,
+};
 use agent::responder::Responder;
 use agent::session::TranscriptEntry;
 use agent::transcript::{chunk_transcript_dump, to_plain_text, to_timestamped_dump};
@@ -127,7 +129,11 @@ impl PostCall {
     /// `interrupted`: the call was rebuilt from its journal after a crash
     /// (its status stays `interrupted`). Never fails: every problem is
     /// logged and whatever could not be done waits in the outbox.
-    pub async fn handle_call_ended(&self, outcome: &mut Outcome, interrupted: bool) -> PostCallReport {
+    pub async fn handle_call_ended(
+        &self,
+        outcome: &mut Outcome,
+        interrupted: bool,
+    ) -> PostCallReport {
         let call_id = outcome.session.call_sid.clone();
         let mut pending = Vec::new();
 
@@ -213,7 +219,8 @@ impl PostCall {
             outcome.end_time,
             s.state,
         ));
-        self.settle(id.as_deref(), ok, &result, "callback not created").await;
+        self.settle(id.as_deref(), ok, &result, "callback not created")
+            .await;
         (!ok).then(|| self.callback_target.clone())
     }
 
@@ -417,7 +424,10 @@ impl OutboxWorker {
                         .outbox_mark_delivered(&item.id, &self.worker, &answer, now)
                         .await?;
                     if !ours {
-                        tracing::warn!(id = item.id, "delivered after the lease passed to another worker");
+                        tracing::warn!(
+                            id = item.id,
+                            "delivered after the lease passed to another worker"
+                        );
                     }
                     if item.kind == kind::JOB {
                         self.link_call_payload(&item.call_id, &answer).await;
@@ -453,7 +463,12 @@ impl OutboxWorker {
     }
 
     /// Run until `stop` is set, polling every `poll`.
-    pub async fn run(self, clock: Clock, poll: Duration, mut stop: tokio::sync::watch::Receiver<bool>) {
+    pub async fn run(
+        self,
+        clock: Clock,
+        poll: Duration,
+        mut stop: tokio::sync::watch::Receiver<bool>,
+    ) {
         loop {
             if let Err(e) = self.drain_due(&clock).await {
                 tracing::warn!(error = %e, "outbox pass failed");
@@ -499,7 +514,10 @@ impl OutboxWorker {
 
     /// A job accepted late: give its ids to the call record still waiting.
     async fn link_call_payload(&self, call_id: &str, job_answer: &Value) {
-        let (lead, job) = (id_field(job_answer, "lead_id"), id_field(job_answer, "job_id"));
+        let (lead, job) = (
+            id_field(job_answer, "lead_id"),
+            id_field(job_answer, "job_id"),
+        );
         if lead.is_none() && job.is_none() {
             return;
         }
@@ -548,7 +566,11 @@ pub async fn recover(post: &PostCall, instance: &str) -> Result<Vec<String>, sto
             .or_else(|| events.first().map(|e| e.at_unix))
             .unwrap_or(0.0);
         let mut outcome = crate::journal::rebuild(id, &events, started);
-        tracing::warn!(call_id = id, events = events.len(), "recovering a call interrupted mid-call");
+        tracing::warn!(
+            call_id = id,
+            events = events.len(),
+            "recovering a call interrupted mid-call"
+        );
         post.handle_call_ended(&mut outcome, true).await;
     }
     Ok(ids)

@@ -129,10 +129,7 @@ async fn writer(store: store::Store, call_id: String, mut rx: mpsc::UnboundedRec
         }
         let mut delay = Duration::from_millis(10);
         while let Some((at, kind, data)) = backlog.front() {
-            match store
-                .append_event(&call_id, seq + 1, *at, kind, data)
-                .await
-            {
+            match store.append_event(&call_id, seq + 1, *at, kind, data).await {
                 Ok(()) => {
                     seq += 1;
                     stats.written += 1;
@@ -147,7 +144,11 @@ async fn writer(store: store::Store, call_id: String, mut rx: mpsc::UnboundedRec
                     if let Some((deadline, _)) = &closing {
                         if tokio::time::Instant::now() >= *deadline {
                             stats.lost += backlog.len() as u64;
-                            tracing::error!(call_id, lost = stats.lost, "call events could not be written");
+                            tracing::error!(
+                                call_id,
+                                lost = stats.lost,
+                                "call events could not be written"
+                            );
                             backlog.clear();
                             break;
                         }
@@ -209,10 +210,9 @@ pub fn event_json(event: &CallEvent) -> (&'static str, Value) {
             "tool_result",
             json!({"tool": tool.as_str(), "result": result, "state": state.as_str()}),
         ),
-        CallEvent::StateChanged { from, to } => (
-            "state",
-            json!({"from": from.as_str(), "to": to.as_str()}),
-        ),
+        CallEvent::StateChanged { from, to } => {
+            ("state", json!({"from": from.as_str(), "to": to.as_str()}))
+        }
         CallEvent::Ended(by) => ("ended", json!({ "by": by })),
     }
 }

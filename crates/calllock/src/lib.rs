@@ -4,15 +4,15 @@
 //! output. The `calllock` binary is a thin CLI over this library.
 
 pub mod config;
-pub mod delivery;
-pub mod journal;
-pub mod ops;
-pub mod wiring;
 pub mod console;
+pub mod delivery;
 pub mod demo;
 pub mod display;
 pub mod harness;
+pub mod journal;
+pub mod ops;
 pub mod record;
 pub mod script;
 pub mod sim;
 pub mod voice_call;
+pub mod wiring;

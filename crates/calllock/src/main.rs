@@ -399,12 +399,21 @@ async fn open_store(cfg: &config::Config) -> Result<store::Store> {
 }
 
 /// `calllock outbox deliver`.
-async fn outbox_deliver(cfg: &config::Config, store: store::Store, now: bool, watch: bool) -> Result<()> {
+async fn outbox_deliver(
+    cfg: &config::Config,
+    store: store::Store,
+    now: bool,
+    watch: bool,
+) -> Result<()> {
     let vendors = calllock::wiring::vendors(cfg, store).await?;
     let post = vendors.post_call(cfg);
     let recovered = calllock::delivery::recover(&post, &cfg.instance).await?;
     if !recovered.is_empty() {
-        eprintln!("recovered {} interrupted call(s): {}", recovered.len(), recovered.join(", "));
+        eprintln!(
+            "recovered {} interrupted call(s): {}",
+            recovered.len(),
+            recovered.join(", ")
+        );
     }
     let worker = vendors.outbox_worker(cfg);
     let clock = calllock::delivery::system_clock();
@@ -439,7 +448,6 @@ async fn outbox_deliver(cfg: &config::Config, store: store::Store, now: bool, wa
     Ok(())
 }
 
-
 fn new_call_id(prefix: &str) -> String {
     let now = chrono::Utc::now();
     format!("{prefix}-{}", now.format("%Y%m%d-%H%M%S-%3f"))
@@ -464,7 +472,8 @@ async fn chat(cfg: &config::Config, caller_id: String) -> Result<()> {
     )
     .await
     .context("registering the call")?;
-    let mut observer = calllock::journal::JournalObserver::new(journal.clone(), start, &mut printer);
+    let mut observer =
+        calllock::journal::JournalObserver::new(journal.clone(), start, &mut printer);
     let driver = sim::CallDriver::new(
         c.engine,
         c.vendors.backend.clone(),
@@ -570,7 +579,10 @@ impl ConsoleCall {
             .await;
         let _ = self.stop_worker.send(true);
         display::print_summary(&report.finished, self.color);
-        let mut note = format!("saved; see `calllock calls show {}`", report.finished.call_id);
+        let mut note = format!(
+            "saved; see `calllock calls show {}`",
+            report.finished.call_id
+        );
         if self.vendors.dashboard.is_some() {
             if report.pending.is_empty() {
                 note.push_str("; delivered to the dashboard");
@@ -681,4 +693,3 @@ async fn voice_call(cfg: &config::Config, caller_id: String) -> Result<()> {
     };
     c.finish(cfg, journal, &mut outcome).await
 }
-

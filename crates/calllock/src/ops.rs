@@ -146,7 +146,9 @@ struct Check {
 fn probe_text(p: &Probe, what_401: &str) -> (bool, String) {
     match p {
         Probe::Answered(s) if (200..300).contains(s) => (true, format!("reachable (HTTP {s})")),
-        Probe::Answered(401) | Probe::Answered(403) => (false, format!("reachable, but {what_401}")),
+        Probe::Answered(401) | Probe::Answered(403) => {
+            (false, format!("reachable, but {what_401}"))
+        }
         Probe::Answered(s) => (true, format!("reachable (HTTP {s})")),
         Probe::Unreachable(why) => (false, format!("unreachable: {why}")),
     }
@@ -164,7 +166,10 @@ pub async fn doctor(cfg: &Config, config_source: &str) -> bool {
     match crate::wiring::open_store(cfg).await {
         Ok(store) => {
             let pending = store.outbox_pending().await.map(|v| v.len()).unwrap_or(0);
-            let interrupted = store.count_calls_with_status("interrupted").await.unwrap_or(0);
+            let interrupted = store
+                .count_calls_with_status("interrupted")
+                .await
+                .unwrap_or(0);
             checks.push(Check {
                 ok: true,
                 what: "database",
@@ -208,7 +213,9 @@ pub async fn doctor(cfg: &Config, config_source: &str) -> bool {
         BackendKind::Embedded => checks.push(Check {
             ok: true,
             what: "backend",
-            detail: "embedded: bookings go to this database (set V2_BACKEND_URL for the V2 backend)".into(),
+            detail:
+                "embedded: bookings go to this database (set V2_BACKEND_URL for the V2 backend)"
+                    .into(),
         }),
         BackendKind::V2 => {
             let base = cfg.backend.url.trim().trim_end_matches('/');
@@ -232,7 +239,11 @@ pub async fn doctor(cfg: &Config, config_source: &str) -> bool {
     }
     if cfg.dashboard.enabled() {
         let d = &cfg.dashboard;
-        for (what, url) in [("dashboard jobs", &d.jobs_url), ("dashboard calls", &d.calls_url), ("dashboard alerts", &d.alerts_url)] {
+        for (what, url) in [
+            ("dashboard jobs", &d.jobs_url),
+            ("dashboard calls", &d.calls_url),
+            ("dashboard alerts", &d.alerts_url),
+        ] {
             if url.trim().is_empty() {
                 checks.push(Check {
                     ok: what != "dashboard calls",
@@ -253,7 +264,9 @@ pub async fn doctor(cfg: &Config, config_source: &str) -> bool {
             checks.push(Check {
                 ok: true,
                 what: "dashboard",
-                detail: "no user_email set (DASHBOARD_USER_EMAIL): records are sent without an owner".into(),
+                detail:
+                    "no user_email set (DASHBOARD_USER_EMAIL): records are sent without an owner"
+                        .into(),
             });
         }
     } else {
@@ -266,7 +279,12 @@ pub async fn doctor(cfg: &Config, config_source: &str) -> bool {
     let mut healthy = true;
     for c in &checks {
         healthy &= c.ok;
-        println!("{} {:<10} {}", if c.ok { "ok  " } else { "FAIL" }, c.what, c.detail);
+        println!(
+            "{} {:<10} {}",
+            if c.ok { "ok  " } else { "FAIL" },
+            c.what,
+            c.detail
+        );
     }
     println!(
         "{}",

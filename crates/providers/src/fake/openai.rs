@@ -217,7 +217,12 @@ impl RecordedRequest {
     }
 }
 
+/// Chooses the answer from the request body (consulted before the script;
+/// `None` falls through to the script).
+pub type Handler = Arc<dyn Fn(&Value) -> Option<Behaviour> + Send + Sync>;
+
 struct Shared {
+    handler: Mutex<Option<Handler>>,
     script: Mutex<VecDeque<Behaviour>>,
     default: Mutex<Behaviour>,
     requests: Mutex<Vec<RecordedRequest>>,
@@ -231,7 +236,11 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl Shared {
-    fn next_behaviour(&self) -> Behaviour {
+    fn next_behaviour(&self, body: &Value) -> Behaviour {
+        let handler = lock(&self.handler).clone();
+        if let Some(b) = handler.and_then(|h| h(body)) {
+            return b;
+        }
         match lock(&self.script).pop_front() {
             Some(b) => b,
             None => lock(&self.default).clone(),
@@ -282,6 +291,7 @@ impl FakeOpenAi {
         let listener = TcpListener::bind("127.0.0.1:0").await?;
         let addr = listener.local_addr()?;
         let shared = Arc::new(Shared {
+            handler: Mutex::new(None),
             script: Mutex::new(script.into()),
             default: Mutex::new(default),
             requests: Mutex::new(Vec::new()),
@@ -310,6 +320,13 @@ impl FakeOpenAi {
     /// Append a behaviour to the script.
     pub fn push(&self, behaviour: Behaviour) {
         lock(&self.shared.script).push_back(behaviour);
+    }
+
+    /// Answer from the request itself: `handler` sees each chat request's
+    /// JSON body first (e.g. to answer extraction requests with what the
+    /// caller said); `None` falls through to the script.
+    pub fn set_handler(&self, handler: Handler) {
+        *lock(&self.shared.handler) = Some(handler);
     }
 
     /// Replace the behaviour used once the script is exhausted.
@@ -544,7 +561,7 @@ async fn serve(stream: TcpStream, connection: usize, shared: Arc<Shared>) {
                     .to_string(),
             )
         } else {
-            shared.next_behaviour()
+            shared.next_behaviour(&body)
         };
         let ctx = Ctx {
             model: body
