@@ -18,6 +18,7 @@
 use crate::{redact_url, Store, StoreError};
 use sqlx::{AnyConnection, Connection, Executor};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::io::Write as _;
 use std::sync::OnceLock;
 use std::time::Duration;
 
@@ -114,8 +115,9 @@ pub async fn pg_test_db_for(test: &str) -> Option<TestDb> {
         if std::env::var("CALLLOCK_TEST_PG_REQUIRED").is_ok_and(|v| v == "1") {
             panic!("{msg} — CALLLOCK_TEST_PG_REQUIRED=1");
         }
-        eprintln!("{msg}");
-        println!("{msg}");
+        // Straight to the stderr handle: libtest captures `eprintln!` of
+        // passing tests, and a skip must be seen.
+        let _ = writeln!(std::io::stderr(), "{msg}");
     };
     if let Some(why) = UNREACHABLE.get() {
         skip(why);
