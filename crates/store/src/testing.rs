@@ -17,8 +17,8 @@
 
 use crate::{redact_url, Store, StoreError};
 use sqlx::{AnyConnection, Connection, Executor};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::io::Write as _;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
 use std::time::Duration;
 
