@@ -1,7 +1,14 @@
 -- CallLock store, initial schema.
--- Portable on purpose (SQLite now, PostgreSQL later): TEXT / INTEGER / REAL
--- columns, application-generated text ids, timestamps as ISO-8601 text plus
--- unix seconds where range queries need them.
+-- Portable on purpose (the same file runs on SQLite and PostgreSQL): TEXT,
+-- BIGINT for integers (INTEGER would be int4 on PostgreSQL), DOUBLE
+-- PRECISION for floats, application-generated text ids (no AUTOINCREMENT /
+-- SERIAL), timestamps as ISO-8601 text plus unix seconds where range queries
+-- need them.
+--
+-- Edited in place when PostgreSQL support came (INTEGER -> BIGINT): nothing
+-- was deployed yet. On SQLite both spell the same INTEGER affinity, so a
+-- development database created from the first version is schema-identical;
+-- `Store` accepts its old checksum (see `compat_0001` in src/lib.rs).
 
 CREATE TABLE customers (
     phone      TEXT PRIMARY KEY,
@@ -19,8 +26,8 @@ CREATE TABLE appointments (
     customer_name    TEXT NOT NULL DEFAULT '',
     -- local start with offset, e.g. 2026-02-24T09:00:00-06:00
     start_at         TEXT NOT NULL,
-    start_unix       INTEGER NOT NULL,
-    duration_minutes INTEGER NOT NULL,
+    start_unix       BIGINT NOT NULL,
+    duration_minutes BIGINT NOT NULL,
     problem          TEXT NOT NULL DEFAULT '',
     address          TEXT NOT NULL DEFAULT '',
     -- booked | cancelled
@@ -46,7 +53,7 @@ CREATE TABLE callbacks (
     status        TEXT NOT NULL,
     promised_by   TEXT NOT NULL DEFAULT '',
     created_at    TEXT NOT NULL,
-    created_unix  INTEGER NOT NULL,
+    created_unix  BIGINT NOT NULL,
     due_by        TEXT NOT NULL
 );
 CREATE INDEX callbacks_phone ON callbacks (phone);
@@ -58,7 +65,7 @@ CREATE TABLE sales_leads (
     call_id      TEXT NOT NULL DEFAULT '',
     reason       TEXT NOT NULL DEFAULT '',
     created_at   TEXT NOT NULL,
-    created_unix INTEGER NOT NULL
+    created_unix BIGINT NOT NULL
 );
 CREATE INDEX sales_leads_phone ON sales_leads (phone);
 CREATE INDEX sales_leads_call ON sales_leads (call_id);
@@ -67,7 +74,7 @@ CREATE TABLE calls (
     call_id         TEXT PRIMARY KEY,
     phone           TEXT NOT NULL DEFAULT '',
     started_at      TEXT NOT NULL,
-    started_unix    INTEGER NOT NULL,
+    started_unix    BIGINT NOT NULL,
     ended_at        TEXT,
     final_state     TEXT NOT NULL DEFAULT '',
     end_call_reason TEXT NOT NULL DEFAULT '',

@@ -7,9 +7,12 @@
 //! [`DEFAULT_SLOT_CAPACITY`]). A booking takes the first slot with room at or
 //! after the requested time (never in the past) within [`SEARCH_DAYS`] days;
 //! a requested time more than [`MAX_AHEAD_DAYS`] ahead is refused.
-//! Slot checks and inserts run in one `BEGIN IMMEDIATE` transaction, so
-//! concurrent bookings cannot overfill a slot.
+//! Slot checks and inserts run in one write transaction holding the
+//! bookings lock (SQLite `BEGIN IMMEDIATE`, a PostgreSQL advisory lock; see
+//! the `dialect` module), so concurrent bookings — from this process or
+//! another instance on the same database — cannot overfill a slot.
 
+use crate::dialect::{begin_write, WriteLock};
 use crate::ids::{make_id, MAX_ID_ATTEMPTS};
 use crate::records::{appointment_from, Appointment, APPOINTMENT_COLS};
 use crate::timefmt::{fmt_date, fmt_time, iso_local, normalize_phone, parse_hint, ts};
@@ -20,7 +23,7 @@ use async_trait::async_trait;
 use chrono::{DateTime, Datelike, Duration, TimeZone, Utc};
 use chrono_tz::Tz;
 use serde_json::{json, Map, Value};
-use sqlx::{Row, SqliteConnection};
+use sqlx::{AnyConnection, Row};
 use std::sync::Arc;
 
 /// Visits per slot when not configured (technicians on duty).
@@ -213,7 +216,7 @@ impl EmbeddedBackend {
     /// `exclude_uid` not counted), read inside the caller's transaction.
     async fn find_slot(
         &self,
-        conn: &mut SqliteConnection,
+        conn: &mut AnyConnection,
         earliest: DateTime<Utc>,
         exclude_uid: &str,
     ) -> Result<Option<DateTime<Tz>>, Fail> {
@@ -225,8 +228,8 @@ impl EmbeddedBackend {
         let hi = last.timestamp() + VISIT_MINUTES * 60;
         let busy: Vec<(i64, i64)> = sqlx::query(
             "SELECT start_unix, duration_minutes FROM appointments \
-             WHERE status = 'booked' AND uid <> ? AND start_unix < ? \
-               AND start_unix + duration_minutes * 60 > ?",
+             WHERE status = 'booked' AND uid <> $1 AND start_unix < $2 \
+               AND start_unix + duration_minutes * 60 > $3",
         )
         .bind(exclude_uid)
         .bind(hi)
@@ -251,7 +254,7 @@ impl EmbeddedBackend {
     async fn upcoming(&self, phone: &str) -> Result<Option<Appointment>, StoreError> {
         let sql = format!(
             "SELECT {APPOINTMENT_COLS} FROM appointments \
-             WHERE phone = ? AND status = 'booked' AND start_unix + duration_minutes * 60 > ? \
+             WHERE phone = $1 AND status = 'booked' AND start_unix + duration_minutes * 60 > $2 \
              ORDER BY start_unix, uid LIMIT 1"
         );
         sqlx::query(&sql)
@@ -332,7 +335,7 @@ impl EmbeddedBackend {
         let since = now.timestamp().saturating_sub(PROMISE_DAYS * 86_400);
         let promise = sqlx::query(
             "SELECT created_unix, reason, promised_by FROM callbacks \
-             WHERE phone = ? AND status = 'open' AND created_unix >= ? \
+             WHERE phone = $1 AND status = 'open' AND created_unix >= $2 \
              ORDER BY created_unix DESC, id LIMIT 1",
         )
         .bind(&phone)
@@ -391,8 +394,8 @@ impl EmbeddedBackend {
         out.insert("recentCalls".into(), json!(recent));
 
         let sql = format!(
-            "SELECT {APPOINTMENT_COLS} FROM appointments WHERE phone = ? \
-               AND (status <> 'booked' OR start_unix + duration_minutes * 60 <= ?) \
+            "SELECT {APPOINTMENT_COLS} FROM appointments WHERE phone = $1 \
+               AND (status <> 'booked' OR start_unix + duration_minutes * 60 <= $2) \
              ORDER BY start_unix DESC, uid LIMIT 5"
         );
         let past: Vec<Value> = sqlx::query(&sql)
@@ -458,7 +461,7 @@ impl EmbeddedBackend {
         let now = self.now();
         let earliest = self.earliest_for(hint, now)?;
 
-        let mut tx = self.store.pool().begin_with("BEGIN IMMEDIATE").await?;
+        let mut tx = begin_write(&self.store, WriteLock::Bookings).await?;
         let Some(slot) = self.find_slot(&mut tx, earliest, "").await? else {
             return Err(user(format!(
                 "no open appointment slot in the {SEARCH_DAYS} days from {}",
@@ -480,7 +483,7 @@ impl EmbeddedBackend {
         sqlx::query(
             "INSERT INTO appointments (uid, phone, customer_name, start_at, start_unix, \
                  duration_minutes, problem, address, status, call_id, created_at, updated_at) \
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'booked', ?, ?, ?)",
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'booked', $9, $10, $11)",
         )
         .bind(&uid)
         .bind(&phone)
@@ -551,12 +554,12 @@ impl EmbeddedBackend {
             .unwrap_or(now);
         let company = &self.profile.company_name;
 
-        let mut tx = self.store.pool().begin_with("BEGIN IMMEDIATE").await?;
+        let mut tx = begin_write(&self.store, WriteLock::Bookings).await?;
         // One open callback per call and type: a retry answers with it.
         if !call_id.trim().is_empty() {
             let existing: Option<String> = sqlx::query_scalar(
-                "SELECT id FROM callbacks WHERE call_id = ? AND phone = ? \
-                   AND callback_type = ? AND status = 'open' ORDER BY id LIMIT 1",
+                "SELECT id FROM callbacks WHERE call_id = $1 AND phone = $2 \
+                   AND callback_type = $3 AND status = 'open' ORDER BY id LIMIT 1",
             )
             .bind(call_id)
             .bind(&phone)
@@ -585,7 +588,7 @@ impl EmbeddedBackend {
         sqlx::query(
             "INSERT INTO callbacks (id, phone, call_id, callback_type, reason, customer_name, \
                  urgency, status, promised_by, created_at, created_unix, due_by) \
-             VALUES (?, ?, ?, ?, ?, ?, ?, 'open', '', ?, ?, ?)",
+             VALUES ($1, $2, $3, $4, $5, $6, $7, 'open', '', $8, $9, $10)",
         )
         .bind(&id)
         .bind(&phone)
@@ -633,11 +636,11 @@ impl EmbeddedBackend {
         };
         let now = self.now();
         let now_s = ts(&now);
-        let mut tx = self.store.pool().begin_with("BEGIN IMMEDIATE").await?;
+        let mut tx = begin_write(&self.store, WriteLock::Bookings).await?;
         // D-5: one alert per call.
         if !call_id.trim().is_empty() {
             let existing: Option<String> = sqlx::query_scalar(
-                "SELECT id FROM sales_leads WHERE call_id = ? ORDER BY id LIMIT 1",
+                "SELECT id FROM sales_leads WHERE call_id = $1 ORDER BY id LIMIT 1",
             )
             .bind(call_id)
             .fetch_optional(&mut *tx)
@@ -662,7 +665,7 @@ impl EmbeddedBackend {
         let id = id.ok_or_else(|| user("could not allocate a lead id"))?;
         sqlx::query(
             "INSERT INTO sales_leads (id, phone, call_id, reason, created_at, created_unix) \
-             VALUES (?, ?, ?, ?, ?, ?)",
+             VALUES ($1, $2, $3, $4, $5, $6)",
         )
         .bind(&id)
         .bind(&phone)
@@ -767,7 +770,7 @@ impl EmbeddedBackend {
                     )));
                 }
                 sqlx::query(
-                    "UPDATE appointments SET status = 'cancelled', updated_at = ? WHERE uid = ?",
+                    "UPDATE appointments SET status = 'cancelled', updated_at = $1 WHERE uid = $2",
                 )
                 .bind(ts(&now))
                 .bind(&a.uid)
@@ -801,10 +804,10 @@ impl EmbeddedBackend {
                     ))
                 })?;
                 let earliest = self.earliest_for(hint, now)?;
-                let mut tx = self.store.pool().begin_with("BEGIN IMMEDIATE").await?;
+                let mut tx = begin_write(&self.store, WriteLock::Bookings).await?;
                 // Re-read inside the transaction: it may have changed meanwhile.
                 let still_booked: Option<String> = sqlx::query_scalar(
-                    "SELECT status FROM appointments WHERE uid = ? AND status = 'booked'",
+                    "SELECT status FROM appointments WHERE uid = $1 AND status = 'booked'",
                 )
                 .bind(&a.uid)
                 .fetch_optional(&mut *tx)
@@ -820,8 +823,8 @@ impl EmbeddedBackend {
                 };
                 let start_iso = iso_local(&slot);
                 sqlx::query(
-                    "UPDATE appointments SET start_at = ?, start_unix = ?, updated_at = ? \
-                     WHERE uid = ?",
+                    "UPDATE appointments SET start_at = $1, start_unix = $2, updated_at = $3 \
+                     WHERE uid = $4",
                 )
                 .bind(&start_iso)
                 .bind(slot.timestamp())
@@ -848,18 +851,18 @@ impl EmbeddedBackend {
     /// Load (idempotently) the demo customers of [`crate::DEMO_CUSTOMERS`];
     /// times are relative to `now`, so re-seeding refreshes them.
     pub async fn seed_demo(&self, now: DateTime<Utc>) -> Result<(), StoreError> {
-        crate::seed::seed(self.store.pool(), &self.tz(), now).await
+        crate::seed::seed(&self.store, &self.tz(), now).await
     }
 }
 
 /// Whether `table.col = value` exists.
-async fn exists(
-    conn: &mut SqliteConnection,
+pub(crate) async fn exists(
+    conn: &mut AnyConnection,
     table: &str,
     col: &str,
     value: &str,
 ) -> Result<bool, sqlx::Error> {
-    let sql = format!("SELECT COUNT(*) FROM {table} WHERE {col} = ?");
+    let sql = format!("SELECT COUNT(*) FROM {table} WHERE {col} = $1");
     let n: i64 = sqlx::query_scalar(&sql)
         .bind(value)
         .fetch_one(&mut *conn)
@@ -870,7 +873,7 @@ async fn exists(
 /// Insert a customer or update the given non-empty fields (name, address;
 /// the ZIP follows the address).
 pub(crate) async fn upsert_customer(
-    conn: &mut SqliteConnection,
+    conn: &mut AnyConnection,
     phone: &str,
     name: &str,
     address: &str,
@@ -880,7 +883,7 @@ pub(crate) async fn upsert_customer(
     let now = ts(now);
     sqlx::query(
         "INSERT INTO customers (phone, name, address, zip, notes, created_at, updated_at) \
-         VALUES (?, ?, ?, ?, '', ?, ?) \
+         VALUES ($1, $2, $3, $4, '', $5, $6) \
          ON CONFLICT (phone) DO UPDATE SET \
              name = CASE WHEN excluded.name <> '' THEN excluded.name ELSE customers.name END, \
              address = CASE WHEN excluded.address <> '' THEN excluded.address \

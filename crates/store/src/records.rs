@@ -1,11 +1,12 @@
 //! The stored records and the queries over them (CLI, tests, post-call).
 
+use crate::events::CallStatus;
 use crate::timefmt::{normalize_phone, parse_ts, ts};
 use crate::{Store, StoreError};
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 use serde_json::Value;
-use sqlx::sqlite::SqliteRow;
+use sqlx::any::AnyRow;
 use sqlx::Row;
 
 /// A known caller.
@@ -95,7 +96,7 @@ pub struct CallRecord {
     pub transcript: Value,
 }
 
-/// A finished call without its record and transcript (for listings).
+/// A call without its record and transcript (for listings).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct CallSummary {
     pub call_id: String,
@@ -110,6 +111,9 @@ pub struct CallSummary {
     pub revenue_tier: String,
     pub customer_name: String,
     pub problem: String,
+    /// `active` (live), `completed` (final record saved) or `interrupted`
+    /// (its process died; the events are the record).
+    pub status: CallStatus,
 }
 
 pub(crate) const CUSTOMER_COLS: &str = "phone, name, address, zip, notes, created_at, updated_at";
@@ -119,14 +123,14 @@ pub(crate) const CALLBACK_COLS: &str = "id, phone, call_id, callback_type, reaso
      urgency, status, promised_by, created_at, due_by";
 const LEAD_COLS: &str = "id, phone, call_id, reason, created_at";
 const SUMMARY_COLS: &str = "call_id, phone, started_at, ended_at, final_state, end_call_reason, \
-     booking_status, urgency, priority_color, revenue_tier, customer_name, problem";
+     booking_status, urgency, priority_color, revenue_tier, customer_name, problem, status";
 
-fn time_col(row: &SqliteRow, col: &'static str) -> Result<DateTime<Utc>, StoreError> {
+fn time_col(row: &AnyRow, col: &'static str) -> Result<DateTime<Utc>, StoreError> {
     let s: String = row.try_get(col)?;
     parse_ts(col, &s)
 }
 
-pub(crate) fn customer_from(row: &SqliteRow) -> Result<Customer, StoreError> {
+pub(crate) fn customer_from(row: &AnyRow) -> Result<Customer, StoreError> {
     Ok(Customer {
         phone: row.try_get("phone")?,
         name: row.try_get("name")?,
@@ -138,7 +142,7 @@ pub(crate) fn customer_from(row: &SqliteRow) -> Result<Customer, StoreError> {
     })
 }
 
-pub(crate) fn appointment_from(row: &SqliteRow) -> Result<Appointment, StoreError> {
+pub(crate) fn appointment_from(row: &AnyRow) -> Result<Appointment, StoreError> {
     Ok(Appointment {
         uid: row.try_get("uid")?,
         phone: row.try_get("phone")?,
@@ -155,7 +159,7 @@ pub(crate) fn appointment_from(row: &SqliteRow) -> Result<Appointment, StoreErro
     })
 }
 
-pub(crate) fn callback_from(row: &SqliteRow) -> Result<Callback, StoreError> {
+pub(crate) fn callback_from(row: &AnyRow) -> Result<Callback, StoreError> {
     Ok(Callback {
         id: row.try_get("id")?,
         phone: row.try_get("phone")?,
@@ -171,7 +175,7 @@ pub(crate) fn callback_from(row: &SqliteRow) -> Result<Callback, StoreError> {
     })
 }
 
-fn lead_from(row: &SqliteRow) -> Result<SalesLead, StoreError> {
+fn lead_from(row: &AnyRow) -> Result<SalesLead, StoreError> {
     Ok(SalesLead {
         id: row.try_get("id")?,
         phone: row.try_get("phone")?,
@@ -181,7 +185,7 @@ fn lead_from(row: &SqliteRow) -> Result<SalesLead, StoreError> {
     })
 }
 
-fn summary_from(row: &SqliteRow) -> Result<CallSummary, StoreError> {
+fn summary_from(row: &AnyRow) -> Result<CallSummary, StoreError> {
     let ended: Option<String> = row.try_get("ended_at")?;
     Ok(CallSummary {
         call_id: row.try_get("call_id")?,
@@ -196,21 +200,23 @@ fn summary_from(row: &SqliteRow) -> Result<CallSummary, StoreError> {
         revenue_tier: row.try_get("revenue_tier")?,
         customer_name: row.try_get("customer_name")?,
         problem: row.try_get("problem")?,
+        status: CallStatus::parse(&row.try_get::<String, _>("status")?)?,
     })
 }
 
-fn json_col(row: &SqliteRow, col: &'static str) -> Result<Value, StoreError> {
+fn json_col(row: &AnyRow, col: &'static str, call_id: &str) -> Result<Value, StoreError> {
     let s: String = row.try_get(col)?;
-    serde_json::from_str(&s).map_err(|source| StoreError::Json { what: col, source })
+    serde_json::from_str(&s)
+        .map_err(|source| StoreError::json(format!("calls.{col} of call {call_id}"), source))
 }
 
 impl Store {
     /// The customer with this phone number (normalized), if known.
     pub async fn customer(&self, phone: &str) -> Result<Option<Customer>, StoreError> {
-        let sql = format!("SELECT {CUSTOMER_COLS} FROM customers WHERE phone = ?");
+        let sql = format!("SELECT {CUSTOMER_COLS} FROM customers WHERE phone = $1");
         sqlx::query(&sql)
             .bind(normalize_phone(phone))
-            .fetch_optional(&self.pool)
+            .fetch_optional(self.pool())
             .await?
             .as_ref()
             .map(customer_from)
@@ -219,10 +225,10 @@ impl Store {
 
     /// The appointment with this uid, if any.
     pub async fn appointment(&self, uid: &str) -> Result<Option<Appointment>, StoreError> {
-        let sql = format!("SELECT {APPOINTMENT_COLS} FROM appointments WHERE uid = ?");
+        let sql = format!("SELECT {APPOINTMENT_COLS} FROM appointments WHERE uid = $1");
         sqlx::query(&sql)
             .bind(uid.trim())
-            .fetch_optional(&self.pool)
+            .fetch_optional(self.pool())
             .await?
             .as_ref()
             .map(appointment_from)
@@ -232,11 +238,11 @@ impl Store {
     /// All appointments (booked and cancelled) of a phone, earliest first.
     pub async fn appointments_for(&self, phone: &str) -> Result<Vec<Appointment>, StoreError> {
         let sql = format!(
-            "SELECT {APPOINTMENT_COLS} FROM appointments WHERE phone = ? ORDER BY start_unix, uid"
+            "SELECT {APPOINTMENT_COLS} FROM appointments WHERE phone = $1 ORDER BY start_unix, uid"
         );
         sqlx::query(&sql)
             .bind(normalize_phone(phone))
-            .fetch_all(&self.pool)
+            .fetch_all(self.pool())
             .await?
             .iter()
             .map(appointment_from)
@@ -246,11 +252,11 @@ impl Store {
     /// All callbacks of a phone, newest first.
     pub async fn callbacks_for(&self, phone: &str) -> Result<Vec<Callback>, StoreError> {
         let sql = format!(
-            "SELECT {CALLBACK_COLS} FROM callbacks WHERE phone = ? ORDER BY created_unix DESC, id"
+            "SELECT {CALLBACK_COLS} FROM callbacks WHERE phone = $1 ORDER BY created_unix DESC, id"
         );
         sqlx::query(&sql)
             .bind(normalize_phone(phone))
-            .fetch_all(&self.pool)
+            .fetch_all(self.pool())
             .await?
             .iter()
             .map(callback_from)
@@ -261,11 +267,11 @@ impl Store {
     pub async fn open_callbacks(&self, limit: u32) -> Result<Vec<Callback>, StoreError> {
         let sql = format!(
             "SELECT {CALLBACK_COLS} FROM callbacks WHERE status = 'open' \
-             ORDER BY due_by, id LIMIT ?"
+             ORDER BY due_by, id LIMIT $1"
         );
         sqlx::query(&sql)
             .bind(i64::from(limit))
-            .fetch_all(&self.pool)
+            .fetch_all(self.pool())
             .await?
             .iter()
             .map(callback_from)
@@ -275,11 +281,11 @@ impl Store {
     /// All sales leads of a phone, newest first.
     pub async fn sales_leads_for(&self, phone: &str) -> Result<Vec<SalesLead>, StoreError> {
         let sql = format!(
-            "SELECT {LEAD_COLS} FROM sales_leads WHERE phone = ? ORDER BY created_unix DESC, id"
+            "SELECT {LEAD_COLS} FROM sales_leads WHERE phone = $1 ORDER BY created_unix DESC, id"
         );
         sqlx::query(&sql)
             .bind(normalize_phone(phone))
-            .fetch_all(&self.pool)
+            .fetch_all(self.pool())
             .await?
             .iter()
             .map(lead_from)
@@ -288,7 +294,7 @@ impl Store {
 
     async fn count(&self, sql: &str) -> Result<i64, StoreError> {
         Ok(sqlx::query_scalar::<_, i64>(sql)
-            .fetch_one(&self.pool)
+            .fetch_one(self.pool())
             .await?)
     }
 
@@ -318,27 +324,26 @@ impl Store {
         self.count("SELECT COUNT(*) FROM sales_leads").await
     }
 
-    /// Number of stored call records.
+    /// Number of calls on record (finished, live and interrupted).
     pub async fn count_calls(&self) -> Result<i64, StoreError> {
         self.count("SELECT COUNT(*) FROM calls").await
     }
 
-    /// Insert or replace the record of a finished call (keyed by call id).
+    /// Insert or replace the record of a finished call (keyed by call id)
+    /// and mark the call `completed` — whether or not [`Store::begin_call`]
+    /// saw it start (the call's `instance` is kept).
     pub async fn save_call(&self, c: &CallRecord) -> Result<(), StoreError> {
-        let record = serde_json::to_string(&c.record).map_err(|source| StoreError::Json {
-            what: "record",
-            source,
+        let record = serde_json::to_string(&c.record)
+            .map_err(|source| StoreError::json(format!("record of call {}", c.call_id), source))?;
+        let transcript = serde_json::to_string(&c.transcript).map_err(|source| {
+            StoreError::json(format!("transcript of call {}", c.call_id), source)
         })?;
-        let transcript =
-            serde_json::to_string(&c.transcript).map_err(|source| StoreError::Json {
-                what: "transcript",
-                source,
-            })?;
         sqlx::query(
             "INSERT INTO calls (call_id, phone, started_at, started_unix, ended_at, final_state, \
                  end_call_reason, booking_status, urgency, priority_color, revenue_tier, \
-                 customer_name, problem, record, transcript) \
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) \
+                 customer_name, problem, record, transcript, status, instance, postcall_done) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, \
+                 'completed', '', 1) \
              ON CONFLICT (call_id) DO UPDATE SET \
                  phone = excluded.phone, started_at = excluded.started_at, \
                  started_unix = excluded.started_unix, ended_at = excluded.ended_at, \
@@ -346,7 +351,8 @@ impl Store {
                  booking_status = excluded.booking_status, urgency = excluded.urgency, \
                  priority_color = excluded.priority_color, revenue_tier = excluded.revenue_tier, \
                  customer_name = excluded.customer_name, problem = excluded.problem, \
-                 record = excluded.record, transcript = excluded.transcript",
+                 record = excluded.record, transcript = excluded.transcript, \
+                 status = 'completed', postcall_done = 1",
         )
         .bind(&c.call_id)
         .bind(normalize_phone(&c.phone))
@@ -363,60 +369,103 @@ impl Store {
         .bind(&c.problem)
         .bind(record)
         .bind(transcript)
-        .execute(&self.pool)
+        .execute(self.pool())
         .await?;
         Ok(())
     }
 
-    /// Finished calls started at or after `since` (all when `None`), newest
-    /// first, at most `limit`.
+    /// Calls started at or after `since` (all when `None`), newest first, at
+    /// most `limit` — finished, live and interrupted alike (see
+    /// [`CallSummary::status`]).
     pub async fn list_calls(
         &self,
         since: Option<DateTime<Utc>>,
         limit: u32,
     ) -> Result<Vec<CallSummary>, StoreError> {
+        let since_unix = since.map(|t| t.timestamp() as f64);
+        self.list_calls_with(since_unix, None, limit).await
+    }
+
+    /// Calls started at or after `since_unix` (unix seconds; all when
+    /// `None`), only those with `status` when given, newest first, at most
+    /// `limit`. Start times are kept to the second.
+    pub async fn list_calls_with(
+        &self,
+        since_unix: Option<f64>,
+        status: Option<CallStatus>,
+        limit: u32,
+    ) -> Result<Vec<CallSummary>, StoreError> {
+        // Whole seconds on both sides: a call started at 12.7 s is "since 12.5".
+        let since = since_unix.map_or(i64::MIN, |s| {
+            if s.is_nan() {
+                i64::MIN
+            } else {
+                s.floor() as i64
+            }
+        });
         let sql = format!(
-            "SELECT {SUMMARY_COLS} FROM calls WHERE started_unix >= ? \
-             ORDER BY started_unix DESC, started_at DESC, call_id LIMIT ?"
+            "SELECT {SUMMARY_COLS} FROM calls WHERE started_unix >= $1 \
+               AND ($2 = '' OR status = $2) \
+             ORDER BY started_unix DESC, started_at DESC, call_id LIMIT $3"
         );
         sqlx::query(&sql)
-            .bind(since.map(|t| t.timestamp()).unwrap_or(i64::MIN))
+            .bind(since)
+            .bind(status.map_or("", |s| s.as_str()))
             .bind(i64::from(limit))
-            .fetch_all(&self.pool)
+            .fetch_all(self.pool())
             .await?
             .iter()
             .map(summary_from)
             .collect()
     }
 
-    /// Recent calls of one phone, newest first.
+    /// Earlier calls of one phone, newest first: finished and interrupted
+    /// ones, not live ones (the caller's current call is not history).
     pub async fn calls_for(&self, phone: &str, limit: u32) -> Result<Vec<CallSummary>, StoreError> {
         let sql = format!(
-            "SELECT {SUMMARY_COLS} FROM calls WHERE phone = ? \
-             ORDER BY started_unix DESC, call_id LIMIT ?"
+            "SELECT {SUMMARY_COLS} FROM calls WHERE phone = $1 AND status <> 'active' \
+             ORDER BY started_unix DESC, call_id LIMIT $2"
         );
         sqlx::query(&sql)
             .bind(normalize_phone(phone))
             .bind(i64::from(limit))
-            .fetch_all(&self.pool)
+            .fetch_all(self.pool())
             .await?
             .iter()
             .map(summary_from)
             .collect()
     }
 
-    /// The full record of one call.
+    /// The listing view of one call, whatever its status.
+    pub async fn call_summary(&self, call_id: &str) -> Result<Option<CallSummary>, StoreError> {
+        let sql = format!("SELECT {SUMMARY_COLS} FROM calls WHERE call_id = $1");
+        sqlx::query(&sql)
+            .bind(call_id)
+            .fetch_optional(self.pool())
+            .await?
+            .as_ref()
+            .map(summary_from)
+            .transpose()
+    }
+
+    /// The full record of one call. A call that is live or was interrupted
+    /// has no final record yet: `record` is `null`, `transcript` is `[]`
+    /// and `ended_at` is `None` — its [`events`](Store::events) are the
+    /// record ([`Store::call_summary`] tells the status).
     pub async fn get_call(&self, call_id: &str) -> Result<Option<CallRecord>, StoreError> {
-        let sql = format!("SELECT {SUMMARY_COLS}, record, transcript FROM calls WHERE call_id = ?");
+        let sql =
+            format!("SELECT {SUMMARY_COLS}, record, transcript FROM calls WHERE call_id = $1");
         let Some(row) = sqlx::query(&sql)
             .bind(call_id)
-            .fetch_optional(&self.pool)
+            .fetch_optional(self.pool())
             .await?
         else {
             return Ok(None);
         };
         let s = summary_from(&row)?;
         Ok(Some(CallRecord {
+            record: json_col(&row, "record", &s.call_id)?,
+            transcript: json_col(&row, "transcript", &s.call_id)?,
             call_id: s.call_id,
             phone: s.phone,
             started_at: s.started_at,
@@ -429,14 +478,12 @@ impl Store {
             revenue_tier: s.revenue_tier,
             customer_name: s.customer_name,
             problem: s.problem,
-            record: json_col(&row, "record")?,
-            transcript: json_col(&row, "transcript")?,
         }))
     }
 }
 
 impl CallRecord {
-    /// The listing view of this record.
+    /// The listing view of this record once saved (status `completed`).
     pub fn summary(&self) -> CallSummary {
         CallSummary {
             call_id: self.call_id.clone(),
@@ -451,6 +498,7 @@ impl CallRecord {
             revenue_tier: self.revenue_tier.clone(),
             customer_name: self.customer_name.clone(),
             problem: self.problem.clone(),
+            status: CallStatus::Completed,
         }
     }
 }

@@ -1,10 +1,10 @@
 //! Demo data: a few callers that show the agent's main paths.
 
+use crate::dialect::{begin_write, WriteLock};
 use crate::timefmt::{iso_local, local_to_utc, ts};
-use crate::StoreError;
+use crate::{Store, StoreError};
 use chrono::{DateTime, Duration, Utc};
 use chrono_tz::Tz;
-use sqlx::SqlitePool;
 
 /// The demo phone numbers and what each one demonstrates. Any other number
 /// is a new caller.
@@ -66,13 +66,13 @@ const JONAS_APPOINTMENT: &str = "apt_demo_jonas";
 const MARIA_CALLBACK: &str = "cb_demo_maria";
 
 /// Upsert the demo rows (same ids every time, times relative to `now`).
-pub(crate) async fn seed(pool: &SqlitePool, tz: &Tz, now: DateTime<Utc>) -> Result<(), StoreError> {
+pub(crate) async fn seed(store: &Store, tz: &Tz, now: DateTime<Utc>) -> Result<(), StoreError> {
     let now_s = ts(&now);
-    let mut tx = pool.begin_with("BEGIN IMMEDIATE").await?;
+    let mut tx = begin_write(store, WriteLock::Bookings).await?;
     for (phone, name, address, zip, notes) in CUSTOMERS {
         sqlx::query(
             "INSERT INTO customers (phone, name, address, zip, notes, created_at, updated_at) \
-             VALUES (?, ?, ?, ?, ?, ?, ?) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7) \
              ON CONFLICT (phone) DO UPDATE SET name = excluded.name, \
                  address = excluded.address, zip = excluded.zip, notes = excluded.notes, \
                  updated_at = excluded.updated_at",
@@ -99,7 +99,7 @@ pub(crate) async fn seed(pool: &SqlitePool, tz: &Tz, now: DateTime<Utc>) -> Resu
     sqlx::query(
         "INSERT INTO appointments (uid, phone, customer_name, start_at, start_unix, \
              duration_minutes, problem, address, status, call_id, created_at, updated_at) \
-         VALUES (?, ?, ?, ?, ?, 60, ?, ?, 'booked', 'demo_seed', ?, ?) \
+         VALUES ($1, $2, $3, $4, $5, 60, $6, $7, 'booked', 'demo_seed', $8, $9) \
          ON CONFLICT (uid) DO UPDATE SET start_at = excluded.start_at, \
              start_unix = excluded.start_unix, status = 'booked', \
              updated_at = excluded.updated_at",
@@ -121,8 +121,8 @@ pub(crate) async fn seed(pool: &SqlitePool, tz: &Tz, now: DateTime<Utc>) -> Resu
     sqlx::query(
         "INSERT INTO callbacks (id, phone, call_id, callback_type, reason, customer_name, \
              urgency, status, promised_by, created_at, created_unix, due_by) \
-         VALUES (?, ?, 'demo_seed', 'service', 'AC not cooling', ?, 'normal', 'open', 'Mike', \
-                 ?, ?, ?) \
+         VALUES ($1, $2, 'demo_seed', 'service', 'AC not cooling', $3, 'normal', 'open', 'Mike', \
+                 $4, $5, $6) \
          ON CONFLICT (id) DO UPDATE SET status = 'open', created_at = excluded.created_at, \
              created_unix = excluded.created_unix, due_by = excluded.due_by",
     )

@@ -4,6 +4,9 @@ use chrono::{Duration, TimeZone, Utc};
 use serde_json::json;
 use store::{CallRecord, Store, StoreError};
 
+#[macro_use]
+mod common;
+
 fn temp_dir(name: &str) -> std::path::PathBuf {
     std::env::temp_dir().join(format!("calllock-store-{name}-{}", std::process::id()))
 }
@@ -87,60 +90,66 @@ fn record(id: &str, minutes: i64) -> CallRecord {
     }
 }
 
-#[tokio::test]
-async fn call_record_round_trip_and_upsert() {
-    let s = Store::open_in_memory().await.unwrap();
-    let r = record("CA_rt", 0);
-    s.save_call(&r).await.unwrap();
-    assert_eq!(s.get_call("CA_rt").await.unwrap().unwrap(), r);
-    assert!(s.get_call("CA_missing").await.unwrap().is_none());
+both! {
+    #[tokio::test]
+    async fn call_record_round_trip_and_upsert(fx) {
+        let s = fx.store().await;
+        let r = record("CA_rt", 0);
+        s.save_call(&r).await.unwrap();
+        assert_eq!(s.get_call("CA_rt").await.unwrap().unwrap(), r);
+        assert!(s.get_call("CA_missing").await.unwrap().is_none());
 
-    let mut r2 = r.clone();
-    r2.final_state = "callback".into();
-    r2.ended_at = None;
-    r2.transcript = json!([]);
-    s.save_call(&r2).await.unwrap();
-    assert_eq!(s.count_calls().await.unwrap(), 1);
-    assert_eq!(s.get_call("CA_rt").await.unwrap().unwrap(), r2);
-}
-
-#[tokio::test]
-async fn list_calls_newest_first_with_since_and_limit() {
-    let s = Store::open_in_memory().await.unwrap();
-    for (i, id) in ["CA_a", "CA_b", "CA_c"].iter().enumerate() {
-        s.save_call(&record(id, i as i64 * 10)).await.unwrap();
+        let mut r2 = r.clone();
+        r2.final_state = "callback".into();
+        r2.ended_at = None;
+        r2.transcript = json!([]);
+        s.save_call(&r2).await.unwrap();
+        assert_eq!(s.count_calls().await.unwrap(), 1);
+        assert_eq!(s.get_call("CA_rt").await.unwrap().unwrap(), r2);
     }
-    let all = s.list_calls(None, 10).await.unwrap();
-    let ids: Vec<_> = all.iter().map(|c| c.call_id.as_str()).collect();
-    assert_eq!(ids, ["CA_c", "CA_b", "CA_a"]);
-    assert_eq!(all[0], record("CA_c", 20).summary());
-
-    let since = Utc.with_ymd_and_hms(2026, 2, 23, 16, 10, 0).unwrap();
-    let recent = s.list_calls(Some(since), 10).await.unwrap();
-    assert_eq!(recent.len(), 2);
-    assert_eq!(s.list_calls(None, 1).await.unwrap().len(), 1);
-    assert!(s.list_calls(None, 0).await.unwrap().is_empty());
-
-    let mine = s.calls_for("(512) 555-0100", 10).await.unwrap();
-    assert_eq!(mine.len(), 3);
 }
 
-#[tokio::test]
-async fn recent_calls_show_in_lookup() {
-    use agent::backend::Backend;
-    use std::sync::Arc;
-    let s = Store::open_in_memory().await.unwrap();
-    let b = store::EmbeddedBackend::with_clock(
-        s.clone(),
-        agent::BusinessProfile::default(),
-        Arc::new(|| Utc.with_ymd_and_hms(2026, 2, 25, 16, 0, 0).unwrap()),
-    );
-    b.seed_demo(b.now()).await.unwrap();
-    s.save_call(&record("CA_prev", 0)).await.unwrap();
-    let v = b.lookup_caller("+15125550100", "CA_now").await;
-    let recent = v["recentCalls"].as_array().unwrap();
-    assert_eq!(recent.len(), 1, "{v}");
-    assert_eq!(recent[0]["date"], "Monday, February 23");
-    assert_eq!(recent[0]["issue"], "AC blowing warm air");
-    assert_eq!(recent[0]["outcome"], "completed");
+both! {
+    #[tokio::test]
+    async fn list_calls_newest_first_with_since_and_limit(fx) {
+        let s = fx.store().await;
+        for (i, id) in ["CA_a", "CA_b", "CA_c"].iter().enumerate() {
+            s.save_call(&record(id, i as i64 * 10)).await.unwrap();
+        }
+        let all = s.list_calls(None, 10).await.unwrap();
+        let ids: Vec<_> = all.iter().map(|c| c.call_id.as_str()).collect();
+        assert_eq!(ids, ["CA_c", "CA_b", "CA_a"]);
+        assert_eq!(all[0], record("CA_c", 20).summary());
+
+        let since = Utc.with_ymd_and_hms(2026, 2, 23, 16, 10, 0).unwrap();
+        let recent = s.list_calls(Some(since), 10).await.unwrap();
+        assert_eq!(recent.len(), 2);
+        assert_eq!(s.list_calls(None, 1).await.unwrap().len(), 1);
+        assert!(s.list_calls(None, 0).await.unwrap().is_empty());
+
+        let mine = s.calls_for("(512) 555-0100", 10).await.unwrap();
+        assert_eq!(mine.len(), 3);
+    }
+}
+
+both! {
+    #[tokio::test]
+    async fn recent_calls_show_in_lookup(fx) {
+        use agent::backend::Backend;
+        use std::sync::Arc;
+        let s = fx.store().await;
+        let b = store::EmbeddedBackend::with_clock(
+            s.clone(),
+            agent::BusinessProfile::default(),
+            Arc::new(|| Utc.with_ymd_and_hms(2026, 2, 25, 16, 0, 0).unwrap()),
+        );
+        b.seed_demo(b.now()).await.unwrap();
+        s.save_call(&record("CA_prev", 0)).await.unwrap();
+        let v = b.lookup_caller("+15125550100", "CA_now").await;
+        let recent = v["recentCalls"].as_array().unwrap();
+        assert_eq!(recent.len(), 1, "{v}");
+        assert_eq!(recent[0]["date"], "Monday, February 23");
+        assert_eq!(recent[0]["issue"], "AC blowing warm air");
+        assert_eq!(recent[0]["outcome"], "completed");
+    }
 }

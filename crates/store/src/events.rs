@@ -1,0 +1,499 @@
+//! The call event log and the call lifecycle.
+//!
+//! Everything that happens in a call is appended to `call_events` as it
+//! happens ([`Store::append_event`]); the call's row in `calls` says whether
+//! it is `active` (owned by a live process, `instance`), `completed` (its
+//! final record is saved) or `interrupted` (its process died: found by
+//! [`Store::mark_interrupted`] at the next start; the events are what is
+//! left of it, and post-call processing still has to run).
+//!
+//! ## Group commit
+//!
+//! An append must be durable when it returns, and cheap: a busy instance
+//! appends thousands of events a second. Each store has one **event
+//! writer**: a task that owns one connection (SQLite: besides the pool, so
+//! appends never queue behind pool users nor fight each other for SQLite's
+//! write lock), takes every append waiting in its queue (up to
+//! [`MAX_BATCH`]), writes them with one multi-row `INSERT` — one statement,
+//! one implicit transaction, one commit — and then acknowledges each. An
+//! append's future resolves only after the commit of its row. If the batch
+//! fails (a duplicate sequence number, say), its rows are retried one by
+//! one so each caller gets its own answer.
+//!
+//! The writer starts on the first append, on that caller's tokio runtime,
+//! and stops when the last clone of the [`Store`] is dropped or
+//! [`Store::close`] is called.
+
+use crate::records::CallSummary;
+use crate::timefmt::{normalize_phone, ts};
+use crate::{dedicated_connection, Store, StoreError, Target};
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use serde_json::Value;
+use sqlx::any::AnyRow;
+use sqlx::{AnyConnection, AnyPool, Connection, Row};
+use std::fmt::Write as _;
+use tokio::sync::{mpsc, oneshot};
+
+/// At most this many appends are written by one statement.
+pub const MAX_BATCH: usize = 64;
+/// Appends waiting for the writer before `append_event` itself waits.
+const QUEUE: usize = 16_384;
+
+/// Where a call stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CallStatus {
+    /// Live: owned by the process named in `instance`.
+    Active,
+    /// Ended, and its final record is saved.
+    Completed,
+    /// Its process stopped before the call ended; the events are the record.
+    Interrupted,
+}
+
+impl CallStatus {
+    /// The stored spelling: `active`, `completed`, `interrupted`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CallStatus::Active => "active",
+            CallStatus::Completed => "completed",
+            CallStatus::Interrupted => "interrupted",
+        }
+    }
+
+    pub(crate) fn parse(s: &str) -> Result<Self, StoreError> {
+        match s {
+            "active" => Ok(CallStatus::Active),
+            "completed" => Ok(CallStatus::Completed),
+            "interrupted" => Ok(CallStatus::Interrupted),
+            other => Err(StoreError::BadValue {
+                what: "calls.status".into(),
+                value: other.into(),
+            }),
+        }
+    }
+}
+
+impl std::fmt::Display for CallStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One event of a call's log, as stored.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct StoredEvent {
+    pub call_id: String,
+    /// Position in the call's log (assigned by the caller, unique per call).
+    pub seq: i64,
+    /// When it happened (unix seconds).
+    pub at_unix: f64,
+    /// The event type, e.g. `caller_said`.
+    pub kind: String,
+    pub data: Value,
+}
+
+fn event_from(row: &AnyRow) -> Result<StoredEvent, StoreError> {
+    let call_id: String = row.try_get("call_id")?;
+    let seq: i64 = row.try_get("seq")?;
+    let data: String = row.try_get("data")?;
+    let data = serde_json::from_str(&data).map_err(|source| {
+        StoreError::json(
+            format!("call_events.data of call {call_id} seq {seq}"),
+            source,
+        )
+    })?;
+    Ok(StoredEvent {
+        seq,
+        at_unix: row.try_get("at_unix")?,
+        kind: row.try_get("kind")?,
+        data,
+        call_id,
+    })
+}
+
+impl Store {
+    /// Record that a call has begun on `instance` (status `active`). A call
+    /// that is already active or interrupted (the same call id coming back,
+    /// e.g. after a restart) is taken over by `instance` and active again;
+    /// a completed call cannot begin again ([`StoreError::CallCompleted`]).
+    pub async fn begin_call(
+        &self,
+        call_id: &str,
+        phone: &str,
+        started_unix: f64,
+        instance: &str,
+    ) -> Result<(), StoreError> {
+        let started = DateTime::<Utc>::from_timestamp_millis((started_unix * 1000.0) as i64)
+            .unwrap_or_default();
+        let done = sqlx::query(
+            "INSERT INTO calls (call_id, phone, started_at, started_unix, record, transcript, \
+                 status, instance, postcall_done) \
+             VALUES ($1, $2, $3, $4, 'null', '[]', 'active', $5, 0) \
+             ON CONFLICT (call_id) DO UPDATE SET status = 'active', \
+                 instance = excluded.instance, postcall_done = 0 \
+             WHERE calls.status <> 'completed'",
+        )
+        .bind(call_id)
+        .bind(normalize_phone(phone))
+        .bind(ts(&started))
+        .bind(started.timestamp())
+        .bind(instance)
+        .execute(self.pool())
+        .await?;
+        if done.rows_affected() == 0 {
+            return Err(StoreError::CallCompleted {
+                call_id: call_id.into(),
+            });
+        }
+        Ok(())
+    }
+
+    /// Append one event to a call's log. Returns once the event is
+    /// committed; a `(call_id, seq)` already in the log is
+    /// [`StoreError::DuplicateEvent`]. Concurrent appends (from every call
+    /// of this store) are group-committed: see the module documentation.
+    pub async fn append_event(
+        &self,
+        call_id: &str,
+        seq: i64,
+        at_unix: f64,
+        kind: &str,
+        data: &Value,
+    ) -> Result<(), StoreError> {
+        let data = serde_json::to_string(data).map_err(|source| {
+            StoreError::json(format!("event {seq} ({kind}) of call {call_id}"), source)
+        })?;
+        let writer = self.writer().await?;
+        writer
+            .append(PendingEvent {
+                call_id: call_id.to_string(),
+                seq,
+                at_unix,
+                kind: kind.to_string(),
+                data,
+                ack: None,
+            })
+            .await
+    }
+
+    /// The log of one call, in `seq` order (empty for an unknown call).
+    pub async fn events(&self, call_id: &str) -> Result<Vec<StoredEvent>, StoreError> {
+        sqlx::query(
+            "SELECT call_id, seq, at_unix, kind, data FROM call_events \
+             WHERE call_id = $1 ORDER BY seq",
+        )
+        .bind(call_id)
+        .fetch_all(self.pool())
+        .await?
+        .iter()
+        .map(event_from)
+        .collect()
+    }
+
+    /// At start-up (after a crash): every call still `active` for
+    /// `instance` becomes `interrupted`. Returns their ids.
+    pub async fn mark_interrupted(&self, instance: &str) -> Result<Vec<String>, StoreError> {
+        let mut ids: Vec<String> = sqlx::query_scalar(
+            "UPDATE calls SET status = 'interrupted' \
+             WHERE status = 'active' AND instance = $1 RETURNING call_id",
+        )
+        .bind(instance)
+        .fetch_all(self.pool())
+        .await?;
+        ids.sort();
+        if !ids.is_empty() {
+            tracing::warn!(instance, calls = ?ids, "calls interrupted by a restart");
+        }
+        Ok(ids)
+    }
+
+    /// Interrupted calls whose post-call processing is not done yet, oldest
+    /// first.
+    pub async fn calls_needing_postcall(&self) -> Result<Vec<String>, StoreError> {
+        Ok(sqlx::query_scalar(
+            "SELECT call_id FROM calls WHERE status = 'interrupted' AND postcall_done = 0 \
+             ORDER BY started_unix, call_id",
+        )
+        .fetch_all(self.pool())
+        .await?)
+    }
+
+    /// Record that post-call processing of `call_id` is done. `false` for an
+    /// unknown call.
+    pub async fn mark_postcall_done(&self, call_id: &str) -> Result<bool, StoreError> {
+        let done = sqlx::query("UPDATE calls SET postcall_done = 1 WHERE call_id = $1")
+            .bind(call_id)
+            .execute(self.pool())
+            .await?;
+        Ok(done.rows_affected() > 0)
+    }
+
+    /// Where a call stands (`None`: no such call).
+    pub async fn call_status(&self, call_id: &str) -> Result<Option<CallStatus>, StoreError> {
+        Ok(self
+            .call_summary(call_id)
+            .await?
+            .map(|s: CallSummary| s.status))
+    }
+}
+
+// ------------------------------------------------------------------ writer
+
+/// What the writer needs to reach the database.
+pub(crate) struct WriterTarget {
+    pub(crate) pool: AnyPool,
+    pub(crate) target: Target,
+}
+
+/// An append on its way to the writer.
+pub(crate) struct PendingEvent {
+    call_id: String,
+    seq: i64,
+    at_unix: f64,
+    kind: String,
+    data: String,
+    ack: Option<oneshot::Sender<Result<(), StoreError>>>,
+}
+
+impl PendingEvent {
+    fn answer(&mut self, result: Result<(), StoreError>) {
+        if let Some(ack) = self.ack.take() {
+            // The caller may have given up (its future dropped): fine.
+            let _ = ack.send(result);
+        }
+    }
+}
+
+enum Msg {
+    Append(PendingEvent),
+    Close(oneshot::Sender<()>),
+}
+
+/// The handle of a store's group-commit writer task.
+pub(crate) struct EventWriter {
+    tx: mpsc::Sender<Msg>,
+}
+
+impl EventWriter {
+    /// Connect (a dedicated connection, except for an in-memory database)
+    /// and spawn the writer on the current runtime.
+    pub(crate) async fn start(t: WriterTarget) -> Result<EventWriter, StoreError> {
+        let conn = match &t.target {
+            Target::Memory => Conn::Pool(t.pool.clone()),
+            target => Conn::Own(dedicated_connection(target).await?, target.clone()),
+        };
+        let (tx, rx) = mpsc::channel(QUEUE);
+        tokio::spawn(run(conn, rx));
+        Ok(EventWriter { tx })
+    }
+
+    async fn append(&self, mut ev: PendingEvent) -> Result<(), StoreError> {
+        let (ack, done) = oneshot::channel();
+        ev.ack = Some(ack);
+        self.tx
+            .send(Msg::Append(ev))
+            .await
+            .map_err(|_| StoreError::Closed)?;
+        done.await.map_err(|_| StoreError::Closed)?
+    }
+
+    /// Write what is queued, then stop.
+    pub(crate) async fn close(&self) {
+        let (ack, done) = oneshot::channel();
+        if self.tx.send(Msg::Close(ack)).await.is_ok() {
+            let _ = done.await;
+        }
+    }
+}
+
+/// The writer's connection: its own, or (in-memory database) the pool's.
+enum Conn {
+    /// `None` after a connection failure: reconnect before the next batch.
+    Own(Option<AnyConnection>, Target),
+    Pool(AnyPool),
+}
+
+async fn run(mut conn: Conn, mut rx: mpsc::Receiver<Msg>) {
+    let mut sql = SqlCache::default();
+    let mut batch: Vec<PendingEvent> = Vec::with_capacity(MAX_BATCH);
+    let mut closing = None;
+    while closing.is_none() {
+        match rx.recv().await {
+            None => break,
+            Some(Msg::Close(ack)) => closing = Some(ack),
+            Some(Msg::Append(ev)) => batch.push(ev),
+        }
+        while closing.is_none() && batch.len() < MAX_BATCH {
+            match rx.try_recv() {
+                Ok(Msg::Append(ev)) => batch.push(ev),
+                Ok(Msg::Close(ack)) => closing = Some(ack),
+                Err(_) => break,
+            }
+        }
+        if !batch.is_empty() {
+            write_batch(&mut conn, &mut sql, &mut batch).await;
+            batch.clear();
+        }
+    }
+    // Refuse what arrived after the close.
+    rx.close();
+    while let Ok(msg) = rx.try_recv() {
+        match msg {
+            Msg::Append(mut ev) => ev.answer(Err(StoreError::Closed)),
+            Msg::Close(ack) => {
+                let _ = ack.send(());
+            }
+        }
+    }
+    if let Conn::Own(Some(c), _) = conn {
+        let _ = c.close().await;
+    }
+    if let Some(ack) = closing {
+        let _ = ack.send(());
+    }
+}
+
+/// The multi-row INSERT for each batch size, built once.
+#[derive(Default)]
+struct SqlCache(Vec<String>);
+
+impl SqlCache {
+    fn insert(&mut self, n: usize) -> &str {
+        while self.0.len() < n {
+            let rows = self.0.len() + 1;
+            let mut s =
+                String::from("INSERT INTO call_events (call_id, seq, at_unix, kind, data) VALUES ");
+            for i in 0..rows {
+                let b = i * 5;
+                let sep = if i == 0 { "" } else { ", " };
+                let _ = write!(
+                    s,
+                    "{sep}(${}, ${}, ${}, ${}, ${})",
+                    b + 1,
+                    b + 2,
+                    b + 3,
+                    b + 4,
+                    b + 5
+                );
+            }
+            self.0.push(s);
+        }
+        &self.0[n - 1]
+    }
+}
+
+/// Whether an error means the connection is unusable.
+fn connection_lost(e: &sqlx::Error) -> bool {
+    matches!(
+        e,
+        sqlx::Error::Io(_)
+            | sqlx::Error::Protocol(_)
+            | sqlx::Error::Tls(_)
+            | sqlx::Error::WorkerCrashed
+            | sqlx::Error::PoolClosed
+    )
+}
+
+/// The error for the append of `ev`.
+fn append_error(e: sqlx::Error, ev: &PendingEvent) -> StoreError {
+    match &e {
+        sqlx::Error::Database(db) if db.is_unique_violation() => StoreError::DuplicateEvent {
+            call_id: ev.call_id.clone(),
+            seq: ev.seq,
+        },
+        _ => StoreError::Db(e),
+    }
+}
+
+async fn write_batch(conn: &mut Conn, sql: &mut SqlCache, batch: &mut [PendingEvent]) {
+    let mut pooled;
+    let c: &mut AnyConnection = match conn {
+        Conn::Own(slot, target) => {
+            if slot.is_none() {
+                match dedicated_connection(target).await {
+                    Ok(c) => *slot = c,
+                    Err(e) => return fail_all(batch, e),
+                }
+            }
+            match slot.as_mut() {
+                Some(c) => c,
+                None => return fail_all(batch, StoreError::Closed),
+            }
+        }
+        Conn::Pool(pool) => match pool.acquire().await {
+            Ok(c) => {
+                pooled = c;
+                &mut pooled
+            }
+            Err(e) => return fail_all(batch, e.into()),
+        },
+    };
+    let mut lost = false;
+    let res = insert(c, sql.insert(batch.len()), batch).await;
+    match res {
+        Ok(()) => batch.iter_mut().for_each(|ev| ev.answer(Ok(()))),
+        Err(e) if batch.len() == 1 => {
+            lost = connection_lost(&e);
+            let err = append_error(e, &batch[0]);
+            batch[0].answer(Err(err));
+        }
+        Err(e) => {
+            // One bad row fails the statement: give each its own answer.
+            tracing::debug!(error = %e, rows = batch.len(), "event batch failed; row by row");
+            let one = sql.insert(1).to_string();
+            for ev in batch.iter_mut() {
+                if lost {
+                    ev.answer(Err(StoreError::EventLog(
+                        "the event log connection was lost".into(),
+                    )));
+                    continue;
+                }
+                match insert(c, &one, std::slice::from_ref(ev)).await {
+                    Ok(()) => ev.answer(Ok(())),
+                    Err(e) => {
+                        lost = connection_lost(&e);
+                        let err = append_error(e, ev);
+                        ev.answer(Err(err));
+                    }
+                }
+            }
+        }
+    }
+    if lost {
+        tracing::warn!("event log connection lost; reconnecting on the next append");
+        if let Conn::Own(slot, _) = conn {
+            *slot = None;
+        }
+    }
+}
+
+async fn insert(
+    c: &mut AnyConnection,
+    sql: &str,
+    rows: &[PendingEvent],
+) -> Result<(), sqlx::Error> {
+    let mut q = sqlx::query(sql);
+    for ev in rows {
+        q = q
+            .bind(ev.call_id.as_str())
+            .bind(ev.seq)
+            .bind(ev.at_unix)
+            .bind(ev.kind.as_str())
+            .bind(ev.data.as_str());
+    }
+    q.execute(c).await?;
+    Ok(())
+}
+
+fn fail_all(batch: &mut [PendingEvent], first: StoreError) {
+    let text = first.to_string();
+    let mut first = Some(first);
+    for ev in batch {
+        let err = first
+            .take()
+            .unwrap_or_else(|| StoreError::EventLog(text.clone()));
+        ev.answer(Err(err));
+    }
+}

@@ -1,0 +1,433 @@
+//! The durable outbox of D-17: post-call deliveries (dashboard job, call
+//! record, alerts) and callbacks that could not be created, kept until they
+//! are delivered.
+//!
+//! * [`Store::outbox_enqueue`] appends an item to its call's sequence.
+//! * Workers [`claim`](Store::outbox_claim_due) due items under a lease
+//!   (`lease_owner`, `lease_until`): a claimed item is not claimed again
+//!   until the lease expires, and two workers — in one process or in
+//!   several on the same database — never get the same item from one round
+//!   of claims. Only the lowest pending `seq` of each call is claimable, so
+//!   a call's deliveries happen in order.
+//! * The worker then reports [`delivered`](Store::outbox_mark_delivered)
+//!   (only if the lease is still its own), [`failed`](Store::outbox_mark_failed)
+//!   (with the time of the next attempt: backoff is the worker's policy), or
+//!   [`dead`](Store::outbox_mark_dead) (given up: later items of the call
+//!   proceed).
+//!
+//! Delivery is at least once: a worker that dies after delivering but before
+//! reporting leaves the item to be delivered again when its lease expires.
+
+use crate::backend::exists;
+use crate::dialect::{begin_write, claim_rows_clause, WriteLock};
+use crate::ids::{make_id, MAX_ID_ATTEMPTS};
+use crate::{Store, StoreError};
+use serde::Serialize;
+use serde_json::Value;
+use sqlx::any::AnyRow;
+use sqlx::Row;
+
+/// What an outbox item delivers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OutboxKind {
+    /// The dashboard job.
+    Job,
+    /// The call record.
+    Call,
+    /// An alert (emergency, sales lead).
+    Alert,
+    /// A callback that could not be created during the call (D-4).
+    Callback,
+}
+
+impl OutboxKind {
+    /// The stored spelling: `job`, `call`, `alert`, `callback`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OutboxKind::Job => "job",
+            OutboxKind::Call => "call",
+            OutboxKind::Alert => "alert",
+            OutboxKind::Callback => "callback",
+        }
+    }
+
+    fn parse(s: &str) -> Result<Self, StoreError> {
+        match s {
+            "job" => Ok(OutboxKind::Job),
+            "call" => Ok(OutboxKind::Call),
+            "alert" => Ok(OutboxKind::Alert),
+            "callback" => Ok(OutboxKind::Callback),
+            other => Err(StoreError::BadValue {
+                what: "outbox.kind".into(),
+                value: other.into(),
+            }),
+        }
+    }
+}
+
+impl std::fmt::Display for OutboxKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Where an outbox item stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OutboxStatus {
+    /// Not delivered yet (possibly leased to a worker right now).
+    Pending,
+    /// Accepted by its target.
+    Delivered,
+    /// Given up.
+    Dead,
+}
+
+impl OutboxStatus {
+    /// The stored spelling: `pending`, `delivered`, `dead`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OutboxStatus::Pending => "pending",
+            OutboxStatus::Delivered => "delivered",
+            OutboxStatus::Dead => "dead",
+        }
+    }
+
+    fn parse(s: &str) -> Result<Self, StoreError> {
+        match s {
+            "pending" => Ok(OutboxStatus::Pending),
+            "delivered" => Ok(OutboxStatus::Delivered),
+            "dead" => Ok(OutboxStatus::Dead),
+            other => Err(StoreError::BadValue {
+                what: "outbox.status".into(),
+                value: other.into(),
+            }),
+        }
+    }
+}
+
+impl std::fmt::Display for OutboxStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// An item to put into the outbox.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewOutboxItem {
+    pub call_id: String,
+    pub kind: OutboxKind,
+    pub target_url: String,
+    pub payload: Value,
+}
+
+/// An outbox item as stored (every column).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct OutboxItem {
+    /// `ob_…`
+    pub id: String,
+    pub call_id: String,
+    /// Order within the call, from 1.
+    pub seq: i64,
+    pub kind: OutboxKind,
+    pub target_url: String,
+    pub payload: Value,
+    pub status: OutboxStatus,
+    /// Failed attempts so far.
+    pub attempts: i64,
+    /// Not attempted before this time (unix seconds).
+    pub next_attempt_unix: f64,
+    /// The error of the last failed attempt ("" if none).
+    pub last_error: String,
+    /// The worker holding (or, once delivered, that held) the lease.
+    pub lease_owner: Option<String>,
+    /// The lease ends at this time (unix seconds); `None` when not leased.
+    pub lease_until: Option<f64>,
+    pub created_unix: f64,
+    pub delivered_unix: Option<f64>,
+    /// The target's answer, once delivered.
+    pub response: Option<Value>,
+}
+
+const COLS: &str = "id, call_id, seq, kind, target_url, payload, status, attempts, \
+     next_attempt_unix, last_error, lease_owner, lease_until, created_unix, delivered_unix, \
+     response";
+
+fn item_from(row: &AnyRow) -> Result<OutboxItem, StoreError> {
+    let id: String = row.try_get("id")?;
+    let json = |col: &str, s: &str| {
+        serde_json::from_str::<Value>(s)
+            .map_err(|source| StoreError::json(format!("outbox.{col} of item {id}"), source))
+    };
+    let payload = json("payload", &row.try_get::<String, _>("payload")?)?;
+    let response = row
+        .try_get::<Option<String>, _>("response")?
+        .map(|s| json("response", &s))
+        .transpose()?;
+    Ok(OutboxItem {
+        call_id: row.try_get("call_id")?,
+        seq: row.try_get("seq")?,
+        kind: OutboxKind::parse(&row.try_get::<String, _>("kind")?)?,
+        target_url: row.try_get("target_url")?,
+        payload,
+        status: OutboxStatus::parse(&row.try_get::<String, _>("status")?)?,
+        attempts: row.try_get("attempts")?,
+        next_attempt_unix: row.try_get("next_attempt_unix")?,
+        last_error: row.try_get("last_error")?,
+        lease_owner: row.try_get("lease_owner")?,
+        lease_until: row.try_get("lease_until")?,
+        created_unix: row.try_get("created_unix")?,
+        delivered_unix: row.try_get("delivered_unix")?,
+        response,
+        id,
+    })
+}
+
+fn encode(what: impl FnOnce() -> String, v: &Value) -> Result<String, StoreError> {
+    serde_json::to_string(v).map_err(|source| StoreError::json(what(), source))
+}
+
+impl Store {
+    /// Put an item into the outbox: pending, due now, next in its call's
+    /// sequence. Returns its id.
+    pub async fn outbox_enqueue(
+        &self,
+        item: &NewOutboxItem,
+        now: f64,
+    ) -> Result<String, StoreError> {
+        let payload = encode(
+            || format!("outbox {} payload of call {}", item.kind, item.call_id),
+            &item.payload,
+        )?;
+        let mut tx = begin_write(self, WriteLock::OutboxCall(&item.call_id)).await?;
+        let last: Option<i64> =
+            sqlx::query_scalar("SELECT MAX(seq) FROM outbox WHERE call_id = $1")
+                .bind(&item.call_id)
+                .fetch_one(&mut *tx)
+                .await?;
+        let seq = last.unwrap_or(0) + 1;
+        let mut id = None;
+        for salt in 0..MAX_ID_ATTEMPTS {
+            let c = make_id("ob", &[&item.call_id, &seq.to_string()], salt);
+            if !exists(&mut tx, "outbox", "id", &c).await? {
+                id = Some(c);
+                break;
+            }
+        }
+        let Some(id) = id else {
+            return Err(StoreError::BadValue {
+                what: "outbox.id (no free id after several salts)".into(),
+                value: item.call_id.clone(),
+            });
+        };
+        sqlx::query(
+            "INSERT INTO outbox (id, call_id, seq, kind, target_url, payload, status, attempts, \
+                 next_attempt_unix, last_error, created_unix) \
+             VALUES ($1, $2, $3, $4, $5, $6, 'pending', 0, $7, '', $7)",
+        )
+        .bind(&id)
+        .bind(&item.call_id)
+        .bind(seq)
+        .bind(item.kind.as_str())
+        .bind(&item.target_url)
+        .bind(payload)
+        .bind(now)
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        tracing::debug!(%id, call_id = %item.call_id, seq, kind = %item.kind, "outbox item queued");
+        Ok(id)
+    }
+
+    /// Lease up to `limit` due items to `worker` until `now + lease_s`:
+    /// pending, `next_attempt_unix <= now`, not leased (or the lease
+    /// expired), and the lowest pending `seq` of their call; oldest first.
+    /// Atomic: concurrent claimers (other stores, other processes) never
+    /// get the same item.
+    pub async fn outbox_claim_due(
+        &self,
+        worker: &str,
+        now: f64,
+        lease_s: f64,
+        limit: i64,
+    ) -> Result<Vec<OutboxItem>, StoreError> {
+        if limit <= 0 {
+            return Ok(Vec::new());
+        }
+        let until = now + lease_s;
+        let mut tx = begin_write(self, WriteLock::OutboxClaim).await?;
+        let sql = format!(
+            "SELECT {COLS} FROM outbox o \
+             WHERE o.status = 'pending' AND o.next_attempt_unix <= $1 \
+               AND (o.lease_until IS NULL OR o.lease_until < $1) \
+               AND NOT EXISTS (SELECT 1 FROM outbox p WHERE p.call_id = o.call_id \
+                               AND p.status = 'pending' AND p.seq < o.seq) \
+             ORDER BY o.created_unix, o.call_id, o.seq LIMIT $2{}",
+            claim_rows_clause(self.dialect())
+        );
+        let rows = sqlx::query(&sql)
+            .bind(now)
+            .bind(limit)
+            .fetch_all(&mut *tx)
+            .await?;
+        let mut items = rows.iter().map(item_from).collect::<Result<Vec<_>, _>>()?;
+        for it in &mut items {
+            sqlx::query("UPDATE outbox SET lease_owner = $1, lease_until = $2 WHERE id = $3")
+                .bind(worker)
+                .bind(until)
+                .bind(&it.id)
+                .execute(&mut *tx)
+                .await?;
+            it.lease_owner = Some(worker.to_string());
+            it.lease_until = Some(until);
+        }
+        tx.commit().await?;
+        Ok(items)
+    }
+
+    /// The item was delivered: record it with the target's `response`, if
+    /// `worker` still holds its lease (`false` otherwise: another worker
+    /// took it over, or it is no longer pending).
+    pub async fn outbox_mark_delivered(
+        &self,
+        id: &str,
+        worker: &str,
+        response: &Value,
+        now: f64,
+    ) -> Result<bool, StoreError> {
+        let response = encode(|| format!("outbox response of item {id}"), response)?;
+        let done = sqlx::query(
+            "UPDATE outbox SET status = 'delivered', delivered_unix = $1, response = $2, \
+                 lease_until = NULL \
+             WHERE id = $3 AND status = 'pending' AND lease_owner = $4",
+        )
+        .bind(now)
+        .bind(response)
+        .bind(id)
+        .bind(worker)
+        .execute(self.pool())
+        .await?;
+        Ok(done.rows_affected() > 0)
+    }
+
+    /// The attempt failed: count it, keep `error`, release the lease and
+    /// make the item due again at `next_attempt_unix`. `false` if `worker`
+    /// no longer holds the lease (nothing changed).
+    pub async fn outbox_mark_failed(
+        &self,
+        id: &str,
+        worker: &str,
+        error: &str,
+        next_attempt_unix: f64,
+    ) -> Result<bool, StoreError> {
+        let done = sqlx::query(
+            "UPDATE outbox SET attempts = attempts + 1, last_error = $1, \
+                 next_attempt_unix = $2, lease_owner = NULL, lease_until = NULL \
+             WHERE id = $3 AND status = 'pending' AND lease_owner = $4",
+        )
+        .bind(error)
+        .bind(next_attempt_unix)
+        .bind(id)
+        .bind(worker)
+        .execute(self.pool())
+        .await?;
+        Ok(done.rows_affected() > 0)
+    }
+
+    /// Give up on the item (the attempt that failed with `error` counts):
+    /// status `dead`, lease released; the call's later items proceed.
+    /// `false` if `worker` no longer holds the lease.
+    pub async fn outbox_mark_dead(
+        &self,
+        id: &str,
+        worker: &str,
+        error: &str,
+    ) -> Result<bool, StoreError> {
+        let done = sqlx::query(
+            "UPDATE outbox SET status = 'dead', attempts = attempts + 1, last_error = $1, \
+                 lease_owner = NULL, lease_until = NULL \
+             WHERE id = $2 AND status = 'pending' AND lease_owner = $3",
+        )
+        .bind(error)
+        .bind(id)
+        .bind(worker)
+        .execute(self.pool())
+        .await?;
+        Ok(done.rows_affected() > 0)
+    }
+
+    /// Replace the payload of a pending item (e.g. a retry that must carry
+    /// more). `false` if there is no such pending item.
+    pub async fn outbox_update_payload(
+        &self,
+        id: &str,
+        payload: &Value,
+    ) -> Result<bool, StoreError> {
+        let payload = encode(|| format!("outbox payload of item {id}"), payload)?;
+        let done =
+            sqlx::query("UPDATE outbox SET payload = $1 WHERE id = $2 AND status = 'pending'")
+                .bind(payload)
+                .bind(id)
+                .execute(self.pool())
+                .await?;
+        Ok(done.rows_affected() > 0)
+    }
+
+    /// One item.
+    pub async fn outbox_item(&self, id: &str) -> Result<Option<OutboxItem>, StoreError> {
+        let sql = format!("SELECT {COLS} FROM outbox WHERE id = $1");
+        sqlx::query(&sql)
+            .bind(id)
+            .fetch_optional(self.pool())
+            .await?
+            .as_ref()
+            .map(item_from)
+            .transpose()
+    }
+
+    /// Every pending item (leased or not), oldest first.
+    pub async fn outbox_pending(&self) -> Result<Vec<OutboxItem>, StoreError> {
+        let sql = format!(
+            "SELECT {COLS} FROM outbox WHERE status = 'pending' \
+             ORDER BY created_unix, call_id, seq"
+        );
+        self.outbox_query(&sql, None).await
+    }
+
+    /// The newest `limit` items, whatever their status (for a listing).
+    pub async fn outbox_all(&self, limit: u32) -> Result<Vec<OutboxItem>, StoreError> {
+        let sql = format!(
+            "SELECT {COLS} FROM outbox ORDER BY created_unix DESC, call_id, seq DESC LIMIT $1"
+        );
+        sqlx::query(&sql)
+            .bind(i64::from(limit))
+            .fetch_all(self.pool())
+            .await?
+            .iter()
+            .map(item_from)
+            .collect()
+    }
+
+    /// The items of one call, in sequence.
+    pub async fn outbox_for_call(&self, call_id: &str) -> Result<Vec<OutboxItem>, StoreError> {
+        let sql = format!("SELECT {COLS} FROM outbox WHERE call_id = $1 ORDER BY seq");
+        self.outbox_query(&sql, Some(call_id)).await
+    }
+
+    async fn outbox_query(
+        &self,
+        sql: &str,
+        arg: Option<&str>,
+    ) -> Result<Vec<OutboxItem>, StoreError> {
+        let mut q = sqlx::query(sql);
+        if let Some(a) = arg {
+            q = q.bind(a);
+        }
+        q.fetch_all(self.pool())
+            .await?
+            .iter()
+            .map(item_from)
+            .collect()
+    }
+}
