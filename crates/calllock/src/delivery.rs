@@ -76,13 +76,7 @@ impl Backoff {
     }
 }
 
-/// Where a kind of outbox item goes.
-pub mod kind {
-    pub const JOB: &str = "job";
-    pub const CALL: &str = "call";
-    pub const ALERT: &str = "alert";
-    pub const CALLBACK: &str = "callback";
-}
+use store::{CallStatus, OutboxKind, OutboxStatus};
 
 /// The reference's immediate retry pause (SPEC §7.8).
 pub const IMMEDIATE_RETRY_PAUSE: Duration = Duration::from_secs(2);
@@ -106,6 +100,8 @@ pub struct PostCall {
     /// How long an item enqueued by the immediate attempt stays reserved
     /// for it before a worker may take it over (a crash in between).
     pub reserve_s: f64,
+    /// This process's name in outbox leases.
+    pub worker: String,
 }
 
 /// What post-call processing did.
@@ -166,7 +162,12 @@ impl PostCall {
         if !classification.is_empty() {
             fc.record["classification"] = Value::Object(classification.clone());
         }
-        if let Err(e) = record::save(&self.store, outcome, &fc, interrupted).await {
+        let status = if interrupted {
+            CallStatus::Interrupted
+        } else {
+            CallStatus::Completed
+        };
+        if let Err(e) = record::save_as(&self.store, outcome, &fc, status, false).await {
             tracing::error!(call_id, error = %e, "cannot save the call record");
         }
 
@@ -201,11 +202,19 @@ impl PostCall {
         let call = agent::backend::callback_request(s);
         let item = store::NewOutboxItem {
             call_id: s.call_sid.clone(),
-            kind: kind::CALLBACK.into(),
+            kind: OutboxKind::Callback,
             target_url: self.callback_target.clone(),
             payload: serde_json::to_value(&call).unwrap_or(Value::Null),
         };
-        let id = self.enqueue(&item).await;
+        let id = match self.enqueue(&item).await {
+            Enqueued::Fresh(id) => Some(id),
+            Enqueued::Untracked => None,
+            // A re-run after a crash: the first run queued it already; the
+            // outbox worker owns it now.
+            Enqueued::Existing(it) => {
+                return (it.status == OutboxStatus::Pending).then(|| it.target_url.clone());
+            }
+        };
         let result = self.backend.call(&call).await;
         let ok = agent::tools::call_succeeded(&result);
         if ok {
@@ -224,19 +233,29 @@ impl PostCall {
         (!ok).then(|| self.callback_target.clone())
     }
 
-    /// Write an item to the outbox, reserved for the immediate attempt.
-    async fn enqueue(&self, item: &store::NewOutboxItem) -> Option<String> {
+    /// Write an item to the outbox, leased to this process for the
+    /// immediate attempt — unless a previous run (before a crash) already
+    /// queued this kind of item for this call.
+    async fn enqueue(&self, item: &store::NewOutboxItem) -> Enqueued {
         let now = self.now();
+        match self.store.outbox_for_call(&item.call_id).await {
+            Ok(items) => {
+                if let Some(it) = items.into_iter().find(|i| i.kind == item.kind) {
+                    return Enqueued::Existing(Box::new(it));
+                }
+            }
+            Err(e) => tracing::warn!(call_id = item.call_id, error = %e, "cannot read the outbox"),
+        }
         match self
             .store
-            .outbox_enqueue_reserved(item, now, now + self.reserve_s)
+            .outbox_enqueue_leased(item, now, &self.worker, now + self.reserve_s)
             .await
         {
-            Ok(id) => Some(id),
+            Ok(id) => Enqueued::Fresh(id),
             Err(e) => {
                 // Still attempt the delivery; it just is not durable.
-                tracing::error!(call_id = item.call_id, kind = item.kind, error = %e, "cannot write to the outbox");
-                None
+                tracing::error!(call_id = item.call_id, kind = %item.kind, error = %e, "cannot write to the outbox");
+                Enqueued::Untracked
             }
         }
     }
@@ -246,7 +265,9 @@ impl PostCall {
         let Some(id) = id else { return };
         let now = self.now();
         let r = if ok {
-            self.store.outbox_settle_delivered(id, response, now).await
+            self.store
+                .outbox_mark_delivered(id, &self.worker, response, now)
+                .await
         } else {
             let err = response
                 .get("error")
@@ -255,11 +276,13 @@ impl PostCall {
                 .unwrap_or(what)
                 .to_string();
             self.store
-                .outbox_settle_failed(id, &err, now + self.backoff.delay_s(1))
+                .outbox_mark_failed(id, &self.worker, &err, now + self.backoff.delay_s(1))
                 .await
         };
-        if let Err(e) = r {
-            tracing::error!(id, error = %e, "cannot update the outbox");
+        match r {
+            Ok(true) => {}
+            Ok(false) => tracing::warn!(id, "the outbox item was taken over before it was settled"),
+            Err(e) => tracing::error!(id, error = %e, "cannot update the outbox"),
         }
     }
 
@@ -275,7 +298,7 @@ impl PostCall {
         let cfg = dash.config();
         let job = fc.record.get("job_payload").cloned().unwrap_or(Value::Null);
         let job_answer = self
-            .deliver_now(dash, &s.call_sid, kind::JOB, &cfg.jobs_url, job)
+            .deliver_now(dash, &s.call_sid, OutboxKind::Job, &cfg.jobs_url, job)
             .await;
         let (lead_id, job_id) = match &job_answer {
             Ok(v) => (id_field(v, "lead_id"), id_field(v, "job_id")),
@@ -294,7 +317,7 @@ impl PostCall {
             record::utc(self.now()),
         );
         if let Err(url) = self
-            .deliver_now(dash, &s.call_sid, kind::CALL, &cfg.calls_url, call)
+            .deliver_now(dash, &s.call_sid, OutboxKind::Call, &cfg.calls_url, call)
             .await
         {
             pending.push(url);
@@ -302,7 +325,7 @@ impl PostCall {
         if s.state == State::SafetyExit && !cfg.alerts_url.is_empty() {
             let alert = build_emergency_alert(s, record::utc(self.now()), &self.user_email);
             if let Err(url) = self
-                .deliver_now(dash, &s.call_sid, kind::ALERT, &cfg.alerts_url, alert)
+                .deliver_now(dash, &s.call_sid, OutboxKind::Alert, &cfg.alerts_url, alert)
                 .await
             {
                 pending.push(url);
@@ -317,17 +340,26 @@ impl PostCall {
         &self,
         dash: &DashboardClient,
         call_id: &str,
-        kind: &str,
+        kind: OutboxKind,
         url: &str,
         payload: Value,
     ) -> Result<Value, String> {
         let item = store::NewOutboxItem {
             call_id: call_id.to_string(),
-            kind: kind.to_string(),
+            kind,
             target_url: url.to_string(),
             payload: payload.clone(),
         };
-        let id = self.enqueue(&item).await;
+        let id = match self.enqueue(&item).await {
+            Enqueued::Fresh(id) => Some(id),
+            Enqueued::Untracked => None,
+            Enqueued::Existing(it) => {
+                return match (it.status, it.response) {
+                    (OutboxStatus::Delivered, r) => Ok(r.unwrap_or(Value::Null)),
+                    _ => Err(it.target_url),
+                };
+            }
+        };
         let body = serde_json::to_vec(&payload).unwrap_or_default();
         let mut last_err = String::new();
         for attempt in 0..2 {
@@ -341,7 +373,7 @@ impl PostCall {
                 }
                 Err(e) => {
                     last_err = e.to_string();
-                    tracing::warn!(call_id, kind, url, error = %last_err, attempt = attempt + 1, "dashboard delivery failed");
+                    tracing::warn!(call_id, kind = %kind, url, error = %last_err, attempt = attempt + 1, "dashboard delivery failed");
                 }
             }
         }
@@ -349,6 +381,16 @@ impl PostCall {
             .await;
         Err(url.to_string())
     }
+}
+
+/// What [`PostCall::enqueue`] did.
+enum Enqueued {
+    /// Queued now, leased to us.
+    Fresh(String),
+    /// Already queued by an earlier run for this call.
+    Existing(Box<store::OutboxItem>),
+    /// The outbox could not be written (the attempt still happens).
+    Untracked,
 }
 
 fn id_field(v: &Value, key: &str) -> Option<String> {
@@ -429,14 +471,14 @@ impl OutboxWorker {
                             "delivered after the lease passed to another worker"
                         );
                     }
-                    if item.kind == kind::JOB {
+                    if item.kind == OutboxKind::Job {
                         self.link_call_payload(&item.call_id, &answer).await;
                     }
                     report.delivered += 1;
                 }
                 Err(err) => {
                     let next = now + self.backoff.delay_s(item.attempts + 1);
-                    tracing::warn!(id = item.id, call_id = item.call_id, kind = item.kind, attempts = item.attempts + 1, error = %err, "outbox delivery failed; will retry");
+                    tracing::warn!(id = item.id, call_id = item.call_id, kind = %item.kind, attempts = item.attempts + 1, error = %err, "outbox delivery failed; will retry");
                     self.store
                         .outbox_mark_failed(&item.id, &self.worker, &err, next)
                         .await?;
@@ -484,8 +526,8 @@ impl OutboxWorker {
     }
 
     async fn attempt(&self, item: &store::OutboxItem) -> Result<Value, String> {
-        match item.kind.as_str() {
-            kind::CALLBACK => {
+        match item.kind {
+            OutboxKind::Callback => {
                 let call: ToolCall = serde_json::from_value(item.payload.clone())
                     .map_err(|e| format!("stored callback request is unreadable: {e}"))?;
                 let answer = self.backend.call(&call).await;
@@ -526,7 +568,7 @@ impl OutboxWorker {
         };
         for it in items
             .into_iter()
-            .filter(|i| i.kind == kind::CALL && i.status == "pending")
+            .filter(|i| i.kind == OutboxKind::Call && i.status == OutboxStatus::Pending)
         {
             let mut p = it.payload.clone();
             if let Some(o) = p.as_object_mut() {
@@ -551,27 +593,25 @@ impl OutboxWorker {
 /// processing (as is any call whose post-call processing did not finish).
 /// Returns the ids processed.
 pub async fn recover(post: &PostCall, instance: &str) -> Result<Vec<String>, store::StoreError> {
-    let mut ids = post.store.mark_interrupted(instance).await?;
-    for id in post.store.calls_needing_postcall().await? {
-        if !ids.contains(&id) {
-            ids.push(id);
-        }
-    }
-    for id in &ids {
-        let events = post.store.events(id).await?;
-        let started = post
-            .store
-            .call_started_unix(id)
-            .await?
-            .or_else(|| events.first().map(|e| e.at_unix))
-            .unwrap_or(0.0);
-        let mut outcome = crate::journal::rebuild(id, &events, started);
+    post.store.mark_interrupted(instance).await?;
+    let mut ids = Vec::new();
+    for (id, status, started) in post.store.calls_pending_postcall().await? {
+        let events = post.store.events(&id).await?;
+        let started = if started > 0.0 {
+            started
+        } else {
+            events.first().map(|e| e.at_unix).unwrap_or(0.0)
+        };
+        let mut outcome = crate::journal::rebuild(&id, &events, started);
+        let interrupted = status == CallStatus::Interrupted;
         tracing::warn!(
             call_id = id,
             events = events.len(),
-            "recovering a call interrupted mid-call"
+            interrupted,
+            "finishing post-call processing of a call a stop left unfinished"
         );
-        post.handle_call_ended(&mut outcome, true).await;
+        post.handle_call_ended(&mut outcome, interrupted).await;
+        ids.push(id);
     }
     Ok(ids)
 }

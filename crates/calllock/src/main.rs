@@ -4,11 +4,10 @@
 //! profile, the SQLite booking backend with demo customers, and the scripted
 //! responder. See `calllock --help`.
 
-use calllock::{config, demo, display, record, script, sim};
+use calllock::{config, demo, display, script, sim};
 
-use agent::backend::Backend;
 use agent::engine::Engine;
-use agent::responder::{Responder, ScriptedResponder};
+use agent::responder::Responder;
 use agent::Session;
 use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand};
@@ -454,7 +453,7 @@ fn new_call_id(prefix: &str) -> String {
 }
 
 async fn chat(cfg: &config::Config, caller_id: String) -> Result<()> {
-    let c = ConsoleCall::open(cfg, &caller_id, "chat").await?;
+    let (c, engine) = ConsoleCall::open(cfg, &caller_id, "chat").await?;
     c.banner(&format!(
         "calling {} from {caller_id} (call {}); type as the caller, Ctrl-D hangs up",
         cfg.business.company_name, c.call_id
@@ -475,7 +474,7 @@ async fn chat(cfg: &config::Config, caller_id: String) -> Result<()> {
     let mut observer =
         calllock::journal::JournalObserver::new(journal.clone(), start, &mut printer);
     let driver = sim::CallDriver::new(
-        c.engine,
+        engine,
         c.vendors.backend.clone(),
         responder,
         timing_of(cfg),
@@ -520,7 +519,6 @@ fn stdin_lines() -> tokio::sync::mpsc::Receiver<Option<String>> {
 /// What a call typed on the console (`chat`, `voice`) starts from.
 struct ConsoleCall {
     vendors: calllock::wiring::Vendors,
-    engine: Engine,
     call_id: String,
     color: bool,
     /// Stops the background outbox worker.
@@ -528,7 +526,7 @@ struct ConsoleCall {
 }
 
 impl ConsoleCall {
-    async fn open(cfg: &config::Config, caller_id: &str, prefix: &str) -> Result<Self> {
+    async fn open(cfg: &config::Config, caller_id: &str, prefix: &str) -> Result<(Self, Engine)> {
         let store = open_store(cfg).await?;
         let vendors = calllock::wiring::vendors(cfg, store).await?;
         // A call a crash left unfinished is recovered first; then the
@@ -552,13 +550,16 @@ impl ConsoleCall {
         let call_id = new_call_id(prefix);
         let mut session = Session::new(caller_id.to_string());
         session.call_sid = call_id.clone();
-        Ok(ConsoleCall {
-            vendors,
-            engine: Engine::new(session, cfg.business.clone(), cfg.engine.engine_config()),
-            call_id,
-            color: std::io::stdout().is_terminal(),
-            stop_worker,
-        })
+        let engine = Engine::new(session, cfg.business.clone(), cfg.engine.engine_config());
+        Ok((
+            ConsoleCall {
+                vendors,
+                call_id,
+                color: std::io::stdout().is_terminal(),
+                stop_worker,
+            },
+            engine,
+        ))
     }
 
     /// Close the journal, run post-call processing, print the outcome.
@@ -606,7 +607,7 @@ impl ConsoleCall {
 async fn voice_call(cfg: &config::Config, caller_id: String) -> Result<()> {
     use calllock::voice_call::{scripted_llm, start_call, CallEnd, CallParts};
     use voice::testkit::{CodecDetector, MockStt, MockTts, Mouth};
-    let c = ConsoleCall::open(cfg, &caller_id, "voice").await?;
+    let (c, engine) = ConsoleCall::open(cfg, &caller_id, "voice").await?;
     c.banner(&format!(
         "voice call to {} from {caller_id} (call {}): the real-time pipeline with offline \
          mock STT/TTS; type as the caller (type while the agent talks to interrupt), Ctrl-D \
@@ -636,7 +637,7 @@ async fn voice_call(cfg: &config::Config, caller_id: String) -> Result<()> {
     };
     let mut call = start_call(
         CallParts {
-            engine: c.engine,
+            engine,
             backend: c.vendors.backend.clone(),
             responder,
             llm: Arc::new(llm),

@@ -15,10 +15,10 @@ pub async fn call_dump(store: &store::Store, id: &str) -> Result<Option<Value>> 
     let events = store.events(id).await?;
     let rec = store.get_call(id).await?;
     if !events.is_empty() {
-        let started = store
-            .call_started_unix(id)
-            .await?
-            .unwrap_or_else(|| events.first().map(|e| e.at_unix).unwrap_or(0.0));
+        let started = match store.call_summary(id).await? {
+            Some(c) => c.started_at.timestamp_millis() as f64 / 1000.0,
+            None => events.first().map(|e| e.at_unix).unwrap_or(0.0),
+        };
         let outcome = journal::rebuild(id, &events, started);
         let s = &outcome.session;
         let mut dump = to_timestamped_dump(
@@ -60,7 +60,7 @@ pub async fn transcript(store: &store::Store, id: &str, gap_s: f64, json_out: bo
         return Ok(());
     }
     if let Some(status) = store.call_status(id).await? {
-        if status != "completed" {
+        if status != store::CallStatus::Completed {
             println!("status: {status}");
         }
     }
@@ -85,7 +85,9 @@ fn age(now: f64, then: f64) -> String {
 pub async fn show_outbox(store: &store::Store, all: bool, limit: i64) -> Result<()> {
     let now = chrono::Utc::now().timestamp_millis() as f64 / 1000.0;
     let items = if all {
-        store.outbox_all(limit).await?
+        store
+            .outbox_all(limit.clamp(1, u32::MAX as i64) as u32)
+            .await?
     } else {
         store.outbox_pending().await?
     };
@@ -105,7 +107,7 @@ pub async fn show_outbox(store: &store::Store, all: bool, limit: i64) -> Result<
         "STATUS", "KIND", "CALL", "TRY", "NEXT", "TARGET / LAST ERROR"
     );
     for it in items.iter().take(limit.max(1) as usize) {
-        let next = if it.status == "pending" {
+        let next = if it.status == store::OutboxStatus::Pending {
             if it.next_attempt_unix <= now {
                 "due now".to_string()
             } else {
@@ -120,11 +122,14 @@ pub async fn show_outbox(store: &store::Store, all: bool, limit: i64) -> Result<
             "{:<8} {:<9} {:<28} {:>4}  {:<12} {}",
             it.status, it.kind, it.call_id, it.attempts, next, it.target_url
         );
-        if !it.last_error.is_empty() && it.status != "delivered" {
+        if !it.last_error.is_empty() && it.status != store::OutboxStatus::Delivered {
             println!("{:>66}└ {}", "", it.last_error);
         }
     }
-    let pending = items.iter().filter(|i| i.status == "pending").count();
+    let pending = items
+        .iter()
+        .filter(|i| i.status == store::OutboxStatus::Pending)
+        .count();
     println!(
         "{pending} pending{}",
         if pending > 0 {
@@ -167,7 +172,7 @@ pub async fn doctor(cfg: &Config, config_source: &str) -> bool {
         Ok(store) => {
             let pending = store.outbox_pending().await.map(|v| v.len()).unwrap_or(0);
             let interrupted = store
-                .count_calls_with_status("interrupted")
+                .count_calls_with_status(store::CallStatus::Interrupted)
                 .await
                 .unwrap_or(0);
             checks.push(Check {

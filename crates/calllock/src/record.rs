@@ -174,6 +174,17 @@ pub async fn save(
     outcome: &Outcome,
     fc: &FinishedCall,
 ) -> anyhow::Result<()> {
+    save_as(store, outcome, fc, store::CallStatus::Completed, true).await
+}
+
+/// [`save`] keeping `status`, with post-call processing done or not.
+pub async fn save_as(
+    store: &store::Store,
+    outcome: &Outcome,
+    fc: &FinishedCall,
+    status: store::CallStatus,
+    postcall_done: bool,
+) -> anyhow::Result<()> {
     let s = &outcome.session;
     let rec = store::CallRecord {
         call_id: fc.call_id.clone(),
@@ -191,6 +202,6 @@ pub async fn save(
         record: fc.record.clone(),
         transcript: fc.record["transcript"].clone(),
     };
-    store.save_call(&rec).await?;
+    store.save_call_as(&rec, status, postcall_done).await?;
     Ok(())
 }

@@ -145,6 +145,7 @@ impl Vendors {
             clock: delivery::system_clock(),
             sleeper: delivery::real_sleeper(),
             reserve_s: cfg.outbox.lease_s,
+            worker: worker_name(cfg),
         }
     }
 
@@ -154,12 +155,17 @@ impl Vendors {
             store: self.store.clone(),
             dashboard: self.dashboard.clone(),
             backend: self.backend.clone(),
-            worker: format!("{}:{}", cfg.instance, std::process::id()),
+            worker: worker_name(cfg),
             backoff: backoff(cfg),
             lease_s: cfg.outbox.lease_s,
             batch: 50,
         }
     }
+}
+
+/// This process's name in outbox leases: instance and process id.
+pub fn worker_name(cfg: &Config) -> String {
+    format!("{}:{}", cfg.instance, std::process::id())
 }
 
 fn backoff(cfg: &Config) -> Backoff {

@@ -8,6 +8,9 @@
 //!
 //! Run: `cargo test --test conformance`.
 
+#[path = "conformance/post_call_run.rs"]
+mod post_call_run;
+
 use agent::breaker::CircuitBreaker;
 use agent::engine::{Effect, Engine, EngineConfig, Input, Timer};
 use agent::machine::{Action, Policy, Speak, StateMachine};
@@ -205,6 +208,7 @@ fn run_case(case: &Value) -> R {
         "sm" => run_sm(case),
         "processor" => run_processor(case),
         "cb_sequence" => run_cb(case),
+        "post_call_run" => post_call_run::run(case),
         "http" => run_http(case),
         other => Err(format!("unknown kind {other:?}")),
     }

@@ -87,6 +87,7 @@ fn post_call(store: &store::Store, dash: Arc<DashboardClient>, clock: Clock) -> 
         clock,
         sleeper: Arc::new(|_| Box::pin(async {})),
         reserve_s: 60.0,
+        worker: "post-call".into(),
     }
 }
 

@@ -473,7 +473,7 @@ fn percent_decode(s: &str) -> Option<String> {
 
 /// A database URL fit for logs: the password (in the user-info part or a
 /// `password=` parameter) replaced by `***`.
-pub(crate) fn redact_url(url: &str) -> String {
+pub fn redact_url(url: &str) -> String {
     let mut out = url.to_string();
     if let Some(scheme_end) = out.find("://") {
         let rest_start = scheme_end + 3;

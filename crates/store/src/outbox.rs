@@ -196,6 +196,30 @@ impl Store {
         item: &NewOutboxItem,
         now: f64,
     ) -> Result<String, StoreError> {
+        self.enqueue(item, now, None).await
+    }
+
+    /// Put an item into the outbox already leased to `worker` until
+    /// `lease_until`: the enqueuing process attempts it at once, and no other
+    /// worker touches it meanwhile; if that process dies, the lease expires
+    /// and a worker takes the item over. Settle it with
+    /// [`Store::outbox_mark_delivered`] / [`Store::outbox_mark_failed`].
+    pub async fn outbox_enqueue_leased(
+        &self,
+        item: &NewOutboxItem,
+        now: f64,
+        worker: &str,
+        lease_until: f64,
+    ) -> Result<String, StoreError> {
+        self.enqueue(item, now, Some((worker, lease_until))).await
+    }
+
+    async fn enqueue(
+        &self,
+        item: &NewOutboxItem,
+        now: f64,
+        lease: Option<(&str, f64)>,
+    ) -> Result<String, StoreError> {
         let payload = encode(
             || format!("outbox {} payload of call {}", item.kind, item.call_id),
             &item.payload,
@@ -223,8 +247,8 @@ impl Store {
         };
         sqlx::query(
             "INSERT INTO outbox (id, call_id, seq, kind, target_url, payload, status, attempts, \
-                 next_attempt_unix, last_error, created_unix) \
-             VALUES ($1, $2, $3, $4, $5, $6, 'pending', 0, $7, '', $7)",
+                 next_attempt_unix, last_error, created_unix, lease_owner, lease_until) \
+             VALUES ($1, $2, $3, $4, $5, $6, 'pending', 0, $7, '', $7, $8, $9)",
         )
         .bind(&id)
         .bind(&item.call_id)
@@ -233,6 +257,8 @@ impl Store {
         .bind(&item.target_url)
         .bind(payload)
         .bind(now)
+        .bind(lease.map(|(w, _)| w.to_string()))
+        .bind(lease.map(|(_, until)| until))
         .execute(&mut *tx)
         .await?;
         tx.commit().await?;

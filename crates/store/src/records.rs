@@ -333,6 +333,20 @@ impl Store {
     /// and mark the call `completed` — whether or not [`Store::begin_call`]
     /// saw it start (the call's `instance` is kept).
     pub async fn save_call(&self, c: &CallRecord) -> Result<(), StoreError> {
+        self.save_call_as(c, CallStatus::Completed, true).await
+    }
+
+    /// [`Store::save_call`] with the status to keep (`completed`, or
+    /// `interrupted` for a call rebuilt from its events after a crash) and
+    /// whether post-call processing is done (`false` while its deliveries
+    /// are still being queued: a crash then leaves it for
+    /// [`Store::calls_pending_postcall`]).
+    pub async fn save_call_as(
+        &self,
+        c: &CallRecord,
+        status: CallStatus,
+        postcall_done: bool,
+    ) -> Result<(), StoreError> {
         let record = serde_json::to_string(&c.record)
             .map_err(|source| StoreError::json(format!("record of call {}", c.call_id), source))?;
         let transcript = serde_json::to_string(&c.transcript).map_err(|source| {
@@ -343,7 +357,7 @@ impl Store {
                  end_call_reason, booking_status, urgency, priority_color, revenue_tier, \
                  customer_name, problem, record, transcript, status, instance, postcall_done) \
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, \
-                 'completed', '', 1) \
+                 $16, '', $17) \
              ON CONFLICT (call_id) DO UPDATE SET \
                  phone = excluded.phone, started_at = excluded.started_at, \
                  started_unix = excluded.started_unix, ended_at = excluded.ended_at, \
@@ -352,7 +366,7 @@ impl Store {
                  priority_color = excluded.priority_color, revenue_tier = excluded.revenue_tier, \
                  customer_name = excluded.customer_name, problem = excluded.problem, \
                  record = excluded.record, transcript = excluded.transcript, \
-                 status = 'completed', postcall_done = 1",
+                 status = excluded.status, postcall_done = excluded.postcall_done",
         )
         .bind(&c.call_id)
         .bind(normalize_phone(&c.phone))
@@ -369,9 +383,45 @@ impl Store {
         .bind(&c.problem)
         .bind(record)
         .bind(transcript)
+        .bind(status.as_str())
+        .bind(i64::from(postcall_done))
         .execute(self.pool())
         .await?;
         Ok(())
+    }
+
+    /// Calls whose post-call processing has not finished — interrupted
+    /// calls, and finished calls whose process died while queueing their
+    /// deliveries — oldest first: `(call_id, status, started_unix)`.
+    pub async fn calls_pending_postcall(
+        &self,
+    ) -> Result<Vec<(String, CallStatus, f64)>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT call_id, status, started_unix FROM calls \
+             WHERE status IN ('interrupted', 'completed') AND postcall_done = 0 \
+             ORDER BY started_unix, call_id",
+        )
+        .fetch_all(self.pool())
+        .await?;
+        rows.iter()
+            .map(|r| {
+                Ok((
+                    r.try_get::<String, _>("call_id")?,
+                    CallStatus::parse(&r.try_get::<String, _>("status")?)?,
+                    r.try_get::<i64, _>("started_unix")? as f64,
+                ))
+            })
+            .collect()
+    }
+
+    /// How many calls have `status`.
+    pub async fn count_calls_with_status(&self, status: CallStatus) -> Result<i64, StoreError> {
+        Ok(
+            sqlx::query_scalar("SELECT COUNT(*) FROM calls WHERE status = $1")
+                .bind(status.as_str())
+                .fetch_one(self.pool())
+                .await?,
+        )
     }
 
     /// Calls started at or after `since` (all when `None`), newest first, at

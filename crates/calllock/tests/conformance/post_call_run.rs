@@ -104,30 +104,32 @@ async fn run_async(case: &Value) -> R {
         ))
     };
     let v2_url = env(given, "V2_BACKEND_URL");
-    let (backend, callback_target): (Arc<dyn agent::backend::Backend>, String) = if v2_url
-        .is_empty()
-    {
-        (
-            Arc::new(store::EmbeddedBackend::new(
-                store.clone(),
-                BusinessProfile::default(),
-            )),
-            "embedded:create_callback".into(),
-        )
-    } else {
-        let base = local(v2_url)?;
-        let key = env(given, "V2_API_KEY");
-        let client = V2Client::new(V2Config {
-            base_url: base.clone(),
-            api_key: (!key.is_empty()).then(|| key.to_string()),
-            ..V2Config::default()
-        })
-        .map_err(|e| e.to_string())?;
-        (
-            Arc::new(client),
-            format!("{}/webhook/retell/create_callback", base.trim_end_matches('/')),
-        )
-    };
+    let (backend, callback_target): (Arc<dyn agent::backend::Backend>, String) =
+        if v2_url.is_empty() {
+            (
+                Arc::new(store::EmbeddedBackend::new(
+                    store.clone(),
+                    BusinessProfile::default(),
+                )),
+                "embedded:create_callback".into(),
+            )
+        } else {
+            let base = local(v2_url)?;
+            let key = env(given, "V2_API_KEY");
+            let client = V2Client::new(V2Config {
+                base_url: base.clone(),
+                api_key: (!key.is_empty()).then(|| key.to_string()),
+                ..V2Config::default()
+            })
+            .map_err(|e| e.to_string())?;
+            (
+                Arc::new(client),
+                format!(
+                    "{}/webhook/retell/create_callback",
+                    base.trim_end_matches('/')
+                ),
+            )
+        };
     let fields = match given.get("classification") {
         Some(Value::Object(m)) => m.clone(),
         _ => Map::new(),
@@ -147,6 +149,7 @@ async fn run_async(case: &Value) -> R {
         clock: calllock::delivery::system_clock(),
         sleeper: sleeper.clone(),
         reserve_s: 120.0,
+        worker: "conformance".into(),
     };
     let now = chrono::Utc::now().timestamp_millis() as f64 / 1000.0;
     let mut outcome = Outcome {
@@ -230,7 +233,9 @@ fn check_requests(e: &Value, reqs: &[MappedRequest], prefix: &str) -> R {
     let urls: Vec<Value> = reqs.iter().map(|r| json!(r.url)).collect();
     if let Some(want) = e.get("called_urls") {
         if !exact(want, &Value::Array(urls.clone())) {
-            return Err(format!("{prefix}called_urls: expected {want}, got {urls:?}"));
+            return Err(format!(
+                "{prefix}called_urls: expected {want}, got {urls:?}"
+            ));
         }
     }
     if let Some(want) = e.get("called_urls_include").and_then(Value::as_array) {
@@ -256,7 +261,10 @@ fn check_requests(e: &Value, reqs: &[MappedRequest], prefix: &str) -> R {
             check_subset(&format!("{prefix}payload_subsets[{url}]"), sub, body)?;
         }
     }
-    for (key, present) in [("payload_absent_keys", false), ("payload_present_keys", true)] {
+    for (key, present) in [
+        ("payload_absent_keys", false),
+        ("payload_present_keys", true),
+    ] {
         if let Some(m) = per_url(key) {
             for (url, keys) in m {
                 let body = first_body(reqs, url)
