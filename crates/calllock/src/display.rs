@@ -155,15 +155,16 @@ pub fn print_call_list(calls: &[store::CallSummary]) {
         return;
     }
     println!(
-        "{:<40} {:<20} {:<17} {:<16} {:<17} {:<6} customer",
-        "call id", "started (UTC)", "phone", "final state", "reason", "prio"
+        "{:<40} {:<20} {:<17} {:<12} {:<16} {:<17} {:<6} customer",
+        "call id", "started (UTC)", "phone", "status", "final state", "reason", "prio"
     );
     for c in calls {
         println!(
-            "{:<40} {:<20} {:<17} {:<16} {:<17} {:<6} {}",
+            "{:<40} {:<20} {:<17} {:<12} {:<16} {:<17} {:<6} {}",
             c.call_id,
             c.started_at.format("%Y-%m-%d %H:%M:%S"),
             c.phone,
+            c.status.as_str(),
             c.final_state,
             c.end_call_reason,
             c.priority_color,
