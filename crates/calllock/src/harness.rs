@@ -220,6 +220,7 @@ impl Harness {
                 detector: CodecDetector::default(),
                 barge_in: cfg.barge_in,
                 start_unix: cfg.start_unix,
+                journal: None,
             },
             ear.clone(),
         );

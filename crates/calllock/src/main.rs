@@ -646,6 +646,7 @@ async fn voice_call(cfg: &config::Config, caller_id: String) -> Result<()> {
             detector: CodecDetector::default(),
             barge_in: voice::stages::turn::BargeInRules::default(),
             start_unix: start,
+            journal: Some(journal.clone()),
         },
         calllock::console::ConsoleEar::new(c.color),
     );

@@ -88,6 +88,8 @@ pub struct ConversationStage {
     responder: Arc<dyn Responder>,
     floor: Arc<Floor>,
     log: EventLog,
+    /// The durable journal of this call (events as they happen).
+    journal: Option<VoiceJournal>,
     accountant: Accountant,
     utts: HashMap<UtteranceId, Utt>,
     /// The reply being written, and its epoch.
@@ -126,6 +128,7 @@ impl ConversationStage {
                 responder,
                 floor,
                 log: EventLog::new(),
+                journal: None,
                 accountant: Accountant::default(),
                 utts: HashMap::new(),
                 llm_pending: None,
@@ -153,6 +156,9 @@ impl ConversationStage {
 
     fn append(&mut self, e: Event) {
         let at = self.elapsed();
+        if let Some(j) = &mut self.journal {
+            j.record(self.start_unix + at.as_secs_f64(), self.engine.state(), &e);
+        }
         self.log.append(at, e);
     }
 
@@ -161,6 +167,10 @@ impl ConversationStage {
         let effects = self.engine.handle(input, now);
         for e in effects {
             self.perform(e, ctx);
+        }
+        let at = self.now();
+        if let Some(j) = &mut self.journal {
+            j.session(at, self.engine.session());
         }
         self.update_floor();
     }
@@ -601,6 +611,8 @@ pub struct CallParts<D, S> {
     pub barge_in: voice::stages::turn::BargeInRules,
     /// Unix seconds of the call start.
     pub start_unix: f64,
+    /// Where the call's events go as they happen (none: in memory only).
+    pub journal: Option<crate::journal::Journal>,
 }
 
 /// A running voice call.
@@ -635,6 +647,8 @@ where
         floor.clone(),
         parts.start_unix,
     );
+    let mut conversation = conversation;
+    conversation.journal = parts.journal.map(VoiceJournal::new);
     let mut pipeline = voice::Pipeline::builder()
         .stage(MuLawDecode)
         .stage(VadStage::new(parts.detector))
@@ -677,4 +691,84 @@ pub fn scripted_llm(
             .unwrap_or_default();
         voice::testkit::MockReply::text(&text, first_token, per_token)
     })
+}
+
+/// The voice call's events in the journal's vocabulary (see
+/// [`crate::journal`]): caller/agent lines, interruptions with what was
+/// heard, tool calls and results, state changes, the end, and the session
+/// when it changed.
+struct VoiceJournal {
+    journal: crate::journal::Journal,
+    tools: HashMap<u64, String>,
+    last_session: Option<Value>,
+}
+
+impl VoiceJournal {
+    fn new(journal: crate::journal::Journal) -> Self {
+        VoiceJournal {
+            journal,
+            tools: HashMap::new(),
+            last_session: None,
+        }
+    }
+
+    fn record(&mut self, at: f64, state: agent::State, e: &Event) {
+        let st = state.as_str();
+        let (kind, data) = match e {
+            Event::CallerSaid { text } | Event::CallerContext { text } => {
+                ("caller", serde_json::json!({"text": text, "state": st}))
+            }
+            Event::AgentSaid {
+                msg_id,
+                text,
+                source,
+            } => (
+                "agent",
+                serde_json::json!({"text": text, "state": st, "msg_id": msg_id.0, "source": format!("{source:?}")}),
+            ),
+            Event::SpeechStarted { msg_id } => {
+                ("speech_started", serde_json::json!({"msg_id": msg_id.0}))
+            }
+            Event::SpeechFinished { msg_id } => {
+                ("speech_finished", serde_json::json!({"msg_id": msg_id.0}))
+            }
+            Event::Interrupted { msg_id, heard_text } => (
+                "interrupted",
+                serde_json::json!({"msg_id": msg_id.0, "heard": heard_text}),
+            ),
+            Event::ToolCalled {
+                call_id,
+                name,
+                args,
+            } => {
+                self.tools.insert(call_id.0, name.clone());
+                let args: Value = serde_json::from_str(args).unwrap_or(Value::Null);
+                ("tool_call", serde_json::json!({"tool": name, "args": args}))
+            }
+            Event::ToolFinished {
+                call_id,
+                result,
+                outcome,
+            } => {
+                let result: Value =
+                    serde_json::from_str(result).unwrap_or_else(|_| Value::String(result.clone()));
+                let tool = self.tools.get(&call_id.0).cloned().unwrap_or_default();
+                (
+                    "tool_result",
+                    serde_json::json!({"tool": tool, "result": result, "state": st, "outcome": format!("{outcome:?}")}),
+                )
+            }
+            Event::Note { kind, text } => ("note", serde_json::json!({"kind": kind, "text": text})),
+            Event::CallEnded { reason } => ("ended", serde_json::json!({"by": reason})),
+        };
+        self.journal.record(at, kind, data);
+    }
+
+    fn session(&mut self, at: f64, session: &agent::Session) {
+        let snap = crate::journal::session_snapshot(session);
+        if self.last_session.as_ref() != Some(&snap) {
+            self.journal.record(at, "session", snap.clone());
+            self.last_session = Some(snap);
+        }
+    }
 }
