@@ -305,3 +305,73 @@ pub fn rebuild(call_id: &str, events: &[store::StoredEvent], started_unix: f64) 
         tools: Vec::new(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ev(seq: i64, at: f64, kind: &str, data: Value) -> store::StoredEvent {
+        store::StoredEvent {
+            call_id: "CA1".into(),
+            seq,
+            at_unix: at,
+            kind: kind.into(),
+            data,
+        }
+    }
+
+    #[test]
+    fn rebuild_takes_the_last_session_and_the_lines_in_order() {
+        let mut s = Session::new("+15125550142");
+        s.customer_name = "Dana".into();
+        s.state = State::Discovery;
+        let events = vec![
+            ev(
+                1,
+                100.0,
+                "agent",
+                json!({"text": "Thanks for calling!", "state": "welcome"}),
+            ),
+            ev(
+                2,
+                102.0,
+                "caller",
+                json!({"text": "my AC is out", "state": "welcome"}),
+            ),
+            ev(
+                3,
+                102.5,
+                "tool_result",
+                json!({"tool": "lookup_caller", "result": {"found": false}, "state": "lookup"}),
+            ),
+            ev(4, 103.0, "session", session_snapshot(&s)),
+            ev(
+                5,
+                104.0,
+                "caller",
+                json!({"text": "78745", "state": "service_area"}),
+            ),
+        ];
+        let o = rebuild("CA1", &events, 100.0);
+        assert_eq!(o.session.customer_name, "Dana");
+        assert_eq!(o.session.state, State::Discovery);
+        assert_eq!(o.session.call_sid, "CA1");
+        assert_eq!(o.ended_by, EndedBy::Interrupted);
+        assert_eq!((o.start_time, o.end_time), (100.0, 104.0));
+        let text = agent::transcript::to_plain_text(&o.session.transcript_log);
+        assert_eq!(
+            text,
+            "Agent: Thanks for calling!\nCaller: my AC is out\n[Tool: lookup_caller]\nCaller: 78745"
+        );
+    }
+
+    #[test]
+    fn rebuild_of_nothing_is_an_empty_interrupted_call_and_an_end_event_counts() {
+        let o = rebuild("CA2", &[], 50.0);
+        assert!(o.session.transcript_log.is_empty());
+        assert_eq!(o.session.call_sid, "CA2");
+        assert_eq!(o.ended_by, EndedBy::Interrupted);
+        let o = rebuild("CA2", &[ev(1, 60.0, "ended", json!({"by": "agent"}))], 50.0);
+        assert_eq!(o.ended_by, EndedBy::Agent);
+    }
+}
