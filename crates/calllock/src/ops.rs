@@ -103,8 +103,8 @@ pub async fn show_outbox(store: &store::Store, all: bool, limit: i64) -> Result<
         return Ok(());
     }
     println!(
-        "{:<8} {:<9} {:<28} {:>4}  {:<12} {}",
-        "STATUS", "KIND", "CALL", "TRY", "NEXT", "TARGET / LAST ERROR"
+        "{:<8} {:<9} {:<28} {:>4}  {:<12} TARGET / LAST ERROR",
+        "STATUS", "KIND", "CALL", "TRY", "NEXT"
     );
     for it in items.iter().take(limit.max(1) as usize) {
         let next = if it.status == store::OutboxStatus::Pending {

@@ -112,7 +112,7 @@ fn outcome(i: usize, now: f64) -> Outcome {
     s.call_sid = format!("CA-outage-{i:03}");
     s.customer_name = format!("Caller {i}");
     s.problem_description = "AC blowing warm air".into();
-    s.state = if i % 3 == 0 {
+    s.state = if i.is_multiple_of(3) {
         State::SafetyExit
     } else {
         State::Confirm
@@ -172,7 +172,7 @@ fn check_deliveries(reqs: &[RecordedRequest], calls: usize) {
     assert_eq!(per_call.len(), calls, "{per_call:?}");
     for (i, (call, kinds)) in per_call.iter().enumerate() {
         let n: usize = call.trim_start_matches("CA-outage-").parse().unwrap();
-        let want: &[&str] = if n % 3 == 0 {
+        let want: &[&str] = if n.is_multiple_of(3) {
             &["job", "call", "alert"]
         } else {
             &["job", "call"]
