@@ -206,6 +206,10 @@ pub struct CallDriver<'o> {
     tool_pending: bool,
     scoped_pending: bool,
     overrides: HashMap<Tool, VecDeque<Value>>,
+    /// Interactive calls: background work (extraction) reports here, so a
+    /// slow vendor never holds up the conversation. `None` in virtual time
+    /// (replay, demo), where everything runs inline and deterministically.
+    background: Option<tokio::sync::mpsc::UnboundedSender<Ev>>,
     tools: Vec<ToolLog>,
     ended_by: Option<EndedBy>,
 }
@@ -236,6 +240,7 @@ impl<'o> CallDriver<'o> {
             tool_pending: false,
             scoped_pending: false,
             overrides: HashMap::new(),
+            background: None,
             tools: Vec::new(),
             ended_by: None,
         }
@@ -345,6 +350,18 @@ impl<'o> CallDriver<'o> {
             Effect::StartExtraction { history } => {
                 if history.len() >= 2 {
                     let req = ExtractionRequest { history };
+                    if let Some(tx) = &self.background {
+                        let (tx, responder) = (tx.clone(), self.responder.clone());
+                        tokio::spawn(async move {
+                            match responder.extract(&req).await {
+                                Ok(fields) => {
+                                    let _ = tx.send(Ev::ExtractionDone(fields));
+                                }
+                                Err(e) => tracing::warn!(error = %e, "extraction failed; ignored"),
+                            }
+                        });
+                        return Vec::new();
+                    }
                     match self.responder.extract(&req).await {
                         Ok(fields) => self.schedule(
                             self.t + self.timing.llm_latency_s,
@@ -576,6 +593,8 @@ impl<'o> CallDriver<'o> {
         mut lines: tokio::sync::mpsc::Receiver<Option<String>>,
     ) -> Outcome {
         let origin = std::time::Instant::now();
+        let (bg_tx, mut bg_rx) = tokio::sync::mpsc::unbounded_channel();
+        self.background = Some(bg_tx);
         self.connect().await;
         let real_now = |start: f64| start + origin.elapsed().as_secs_f64();
         loop {
@@ -594,6 +613,10 @@ impl<'o> CallDriver<'o> {
                             self.dispatch(Ev::CallerHangUp).await;
                         }
                     }
+                }
+                Some(ev) = bg_rx.recv() => {
+                    self.t = real_now(self.start);
+                    self.dispatch(ev).await;
                 }
                 _ = sleep_opt(wait) => {
                     if let Some(next) = self.queue.pop() {

@@ -773,3 +773,53 @@ async fn vendors_go_down_mid_call_and_nothing_is_lost() {
         "a second delivery pass sent something again"
     );
 }
+
+/// A vendor that hangs is worse than one that is down: every reply waits
+/// for the first-token budget (2.5 s), extraction runs in the background,
+/// and the caller still hears the agent within 3.5 s of every line.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hanging_llm_never_leaves_the_caller_in_dead_air() {
+    let fakes = Fakes::start().await;
+    let env = fakes.env();
+    let dir = tempfile::tempdir().unwrap();
+    let db = db_in(&dir);
+    let (before, after) = BOOKING_LINES.split_at(3);
+    let (db2, env2, llm) = (db.clone(), env.clone(), fakes.llm.clone());
+    let (finished, waits) = tokio::task::spawn_blocking(move || {
+        let mut chat = Chat::start(&db2, &env2);
+        chat.wait_for(Duration::from_secs(10), is_agent_line);
+        for line in before {
+            chat.say(line, Duration::from_secs(5));
+        }
+        // Requests are accepted and never answered.
+        llm.set_mode(providers::fake::openai::FakeMode::Hang);
+        let mut waits = Vec::new();
+        for line in &after[..4] {
+            waits.push((*line, chat.say(line, DEAD_AIR)));
+        }
+        (chat.hang_up(Duration::from_secs(40)), waits)
+    })
+    .await
+    .unwrap();
+    let dump = finished.dump();
+    assert!(finished.status.success(), "calllock chat failed\n{dump}");
+    for (line, wait) in &waits {
+        let wait = wait.unwrap_or_else(|| {
+            panic!("dead air: nothing within {DEAD_AIR:?} after {line:?}; waits {waits:?}\n{dump}")
+        });
+        // The fallback waited for the LLM's first words first.
+        assert!(
+            wait >= Duration::from_millis(2000),
+            "answered in {wait:?}: the hanging LLM was not even tried?\n{dump}"
+        );
+    }
+    assert!(
+        finished
+            .stderr
+            .contains("LLM reply unavailable; speaking the scripted line"),
+        "{dump}"
+    );
+    let id = saved_call_id(&finished);
+    let rec = calllock_json(&db, &env, &["calls", "show", &id, "--json"]);
+    assert_eq!(rec["job_payload"]["call_id"], json!(id), "{rec}");
+}
