@@ -20,7 +20,7 @@
 //! ([`interpret_reply`]). The secret is never logged.
 
 pub use crate::v2::ConfigError;
-use crate::v2::{check_url, describe_error, excerpt, http_client, read_capped};
+use crate::v2::{check_url, describe_error, excerpt, http_client, json_object_body, read_capped};
 use futures_util::future::BoxFuture;
 use hmac::{Hmac, Mac};
 use reqwest::header::{HeaderValue, CONTENT_TYPE};
@@ -219,20 +219,11 @@ pub fn interpret_reply(status: u16, body: &[u8]) -> Result<Value, DeliveryError>
             body_excerpt: excerpt(body, &[]),
         });
     }
-    let bad = |what: &str| DeliveryError::NotJson {
+    json_object_body(body, MAX_RESPONSE_BYTES).map_err(|what| DeliveryError::NotJson {
         status,
         what: what.to_string(),
         body_excerpt: excerpt(body, &[]),
-    };
-    if body.len() > MAX_RESPONSE_BYTES {
-        return Err(bad("a body that is too large"));
-    }
-    match serde_json::from_slice::<Value>(body) {
-        Ok(v @ Value::Object(_)) => Ok(v),
-        Ok(_) => Err(bad("JSON that is not an object")),
-        Err(_) if body.iter().all(u8::is_ascii_whitespace) => Err(bad("an empty body")),
-        Err(_) => Err(bad("a body that is not JSON")),
-    }
+    })
 }
 
 /// The `send_*` failure result: `{"success": false, "error": <text>}`.

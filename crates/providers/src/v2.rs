@@ -295,19 +295,24 @@ pub fn interpret_reply(status: u16, body: &[u8]) -> Result<Value, V2Failure> {
             excerpt: excerpt(body, &[]),
         });
     }
-    let bad = |what: &str| V2Failure::BadBody {
+    json_object_body(body, MAX_RESPONSE_BYTES).map_err(|what| V2Failure::BadBody {
         status,
         what: what.to_string(),
         excerpt: excerpt(body, &[]),
-    };
-    if body.len() > MAX_RESPONSE_BYTES {
-        return Err(bad("a body that is too large"));
+    })
+}
+
+/// The JSON object a 2xx answer must carry, or what it carried instead
+/// ("a body that is not JSON", …). Shared by the V2 and dashboard clients.
+pub(crate) fn json_object_body(body: &[u8], max_bytes: usize) -> Result<Value, &'static str> {
+    if body.len() > max_bytes {
+        return Err("a body that is too large");
     }
     match serde_json::from_slice::<Value>(body) {
         Ok(v @ Value::Object(_)) => Ok(v),
-        Ok(_) => Err(bad("JSON that is not an object")),
-        Err(_) if body.iter().all(u8::is_ascii_whitespace) => Err(bad("an empty body")),
-        Err(_) => Err(bad("a body that is not JSON")),
+        Ok(_) => Err("JSON that is not an object"),
+        Err(_) if body.iter().all(u8::is_ascii_whitespace) => Err("an empty body"),
+        Err(_) => Err("a body that is not JSON"),
     }
 }
 
