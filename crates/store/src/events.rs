@@ -276,7 +276,7 @@ impl EventSink {
     /// Finish what is queued, then refuse appends.
     pub(crate) async fn close(&self) {
         match self {
-            EventSink::Sqlite(a) => a.close(),
+            EventSink::Sqlite(a) => a.close().await,
             EventSink::Writer(w) => w.close().await,
         }
     }
