@@ -3,40 +3,48 @@
 //!
 //! Why not through sqlx: sqlx runs each SQLite connection on a worker
 //! thread, so every statement is two cross-thread hand-offs (task → worker
-//! → task), and the event writer task adds two more. Measured on the
-//! 2-core CI machine (`benches/events.rs`, 200 calls, ~5,700 appends/s)
-//! that path gave p50 ≈ 65 µs and p99 ≈ 2.6 ms, against ≈ 7 µs for the
-//! `INSERT` itself (WAL, `synchronous=NORMAL`: a commit is a `write()`,
-//! not an `fsync`). So on a SQLite file an append locks one `rusqlite`
-//! connection (the same bundled libsqlite3 that sqlx links), runs the one
-//! cached `INSERT` — autocommit: committed when it returns — and unlocks.
-//! It occupies the calling runtime thread for those few microseconds only:
+//! → task), and a writer task adds two more. Measured on the 2-core CI
+//! machine (`benches/events.rs`, 200 calls, ~5,700 appends/s) that path
+//! gave p50 ≈ 65 µs and p99 ≈ 2.6 ms, against ≈ 7 µs for the `INSERT`
+//! itself (WAL, `synchronous=NORMAL`: a commit is a `write()`, not an
+//! `fsync`). So on a SQLite file an append takes one `rusqlite` connection
+//! (the same bundled libsqlite3 that sqlx links) and runs the cached
+//! `INSERT` — committed when it returns. It occupies the calling runtime
+//! thread for those few microseconds only:
 //!
-//! * the lock is a tokio mutex: a waiting append yields, never parks the
-//!   thread;
+//! * the connection sits behind a tokio mutex: a waiting append yields,
+//!   never parks the thread;
+//! * **group commit without a writer task**: an append first puts its event
+//!   in a queue, then whoever gets the connection writes everything queued
+//!   — alone, a plain autocommit `INSERT`; under load, the appends that
+//!   queued up meanwhile, in one transaction (a duplicate fails alone) —
+//!   and each finds its answer when its turn comes;
 //! * the connection has `busy_timeout = 0`: if another connection holds
-//!   SQLite's write lock (a booking transaction, say), the append returns
-//!   at once and is retried after an async sleep — never blocking the
-//!   runtime in SQLite's busy handler (up to the store's 10 s busy timeout
-//!   in total);
+//!   SQLite's write lock (a booking transaction, say), nothing is written,
+//!   the events go back to the queue and are retried after an async sleep
+//!   — never blocking the runtime in SQLite's busy handler (up to the
+//!   store's 10 s busy timeout);
 //! * it never checkpoints the WAL itself (`wal_autocheckpoint = 0`): a
-//!   checkpoint copies pages and syncs the database file — milliseconds on
-//!   the path of whichever commit crosses the threshold, and with ~11,000
-//!   WAL frames a second at the benchmark's load that was every ~90 ms.
+//!   checkpoint copies pages and syncs the files — milliseconds on the path
+//!   of whichever commit crosses the threshold, which at the benchmark's
+//!   ~14,000 WAL frames a second was every ~90 ms (p99 ≈ 2.6 ms).
 //!
 //! ## Checkpoints
 //!
 //! A background thread with its own connection checkpoints every
-//! [`CHECKPOINT_EVERY`], in two steps. A `PASSIVE` checkpoint first copies
-//! the bulk of the WAL into the database while appends go on. But with
-//! appends never pausing, a passive checkpoint never catches up with the
-//! end of the WAL, and SQLite only starts the WAL over once everything in
-//! it is checkpointed — the file would grow without bound. So the thread
-//! then holds the appenders' lock for a second, short `PASSIVE` pass over
-//! the frames written meanwhile (and one sync); the next append starts the
-//! WAL over. Appends queue asynchronously for that moment (about a
-//! millisecond on the CI machine, once per interval). `journal_size_limit`
-//! trims the WAL file after a burst.
+//! [`CHECKPOINT_EVERY`] when there were appends, in two steps. A `PASSIVE`
+//! checkpoint first copies the bulk of the WAL into the database while
+//! appends go on. But with appends never pausing, a passive checkpoint never
+//! catches up with the end of the WAL, and SQLite only starts the WAL over
+//! once everything in it is checkpointed — the file would grow without
+//! bound. So the thread then holds the appenders' lock for a second, short
+//! `PASSIVE` pass over the frames written meanwhile (one sync: 2–3 ms on the
+//! CI machine); the next append starts the WAL over. Appends queue
+//! asynchronously for that moment. The WAL thus holds about
+//! [`CHECKPOINT_EVERY`] of appends (≈ 150 MB at the benchmark's 5,700
+//! appends/s, a few MB for a typical office); the file keeps its
+//! high-water size until the store closes (trimming it right after the
+//! restart stalled appends for tens of milliseconds).
 //!
 //! The SQL is the same constant the portable path uses
 //! ([`INSERT_ONE`](crate::events::INSERT_ONE)).
@@ -60,6 +68,8 @@ type Shared = Arc<Mutex<Option<Connection>>>;
 /// Appends to one SQLite file (see the module documentation).
 pub(crate) struct SqliteAppender {
     conn: Shared,
+    /// Appends waiting to be written by whoever holds `conn` next.
+    queue: std::sync::Mutex<Vec<Queued>>,
     /// Set by appends, cleared by the checkpoint thread.
     dirty: Arc<AtomicBool>,
     path: PathBuf,
@@ -68,11 +78,25 @@ pub(crate) struct SqliteAppender {
     _stop_checkpoints: mpsc::Sender<()>,
 }
 
-/// One failed attempt.
-enum Attempt {
-    /// Another connection holds the write lock: try again later.
-    Busy,
-    Failed(StoreError),
+/// Where the answer for one queued append is left.
+type Slot = Arc<std::sync::Mutex<Option<Result<(), StoreError>>>>;
+
+/// An append waiting in the queue.
+struct Queued {
+    call_id: String,
+    seq: i64,
+    at_unix: f64,
+    kind: String,
+    data: String,
+    slot: Slot,
+}
+
+/// Another connection holds SQLite's write lock: nothing was written.
+struct Busy;
+
+fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    // Nothing holding these locks can panic half-way through an update.
+    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 impl SqliteAppender {
@@ -95,6 +119,7 @@ impl SqliteAppender {
             })?;
         Ok(SqliteAppender {
             conn,
+            queue: std::sync::Mutex::new(Vec::new()),
             dirty,
             path: path.to_path_buf(),
             busy_limit,
@@ -103,6 +128,12 @@ impl SqliteAppender {
     }
 
     /// Append one event; returns once it is committed.
+    ///
+    /// The event joins the queue; then whoever gets the connection first
+    /// writes everything queued in one transaction (usually just its own
+    /// event; under load, the appends that queued up meanwhile — group
+    /// commit without a writer task). An append whose event another one
+    /// wrote finds its answer when it gets the connection.
     pub(crate) async fn append(
         &self,
         call_id: &str,
@@ -111,76 +142,155 @@ impl SqliteAppender {
         kind: &str,
         data: &str,
     ) -> Result<(), StoreError> {
+        let slot: Slot = Arc::default();
+        lock(&self.queue).push(Queued {
+            call_id: call_id.to_string(),
+            seq,
+            at_unix,
+            kind: kind.to_string(),
+            data: data.to_string(),
+            slot: Arc::clone(&slot),
+        });
         let start = Instant::now();
         let mut pause = Duration::from_micros(500);
         loop {
-            let attempt = {
+            {
                 let guard = self.conn.lock().await;
+                if let Some(answer) = lock(&slot).take() {
+                    return answer;
+                }
+                let batch = std::mem::take(&mut *lock(&self.queue));
                 match guard.as_ref() {
-                    None => return Err(StoreError::Closed),
-                    Some(conn) => self.try_append(conn, call_id, seq, at_unix, kind, data),
+                    None => {
+                        for q in batch {
+                            *lock(&q.slot) = Some(Err(StoreError::Closed));
+                        }
+                    }
+                    Some(conn) => match self.write(conn, &batch) {
+                        Ok(()) => self.dirty.store(true, Ordering::Relaxed),
+                        Err(Busy) => {
+                            // Back to the front, in order, for the next try.
+                            let mut q = lock(&self.queue);
+                            let later = std::mem::replace(&mut *q, batch);
+                            q.extend(later);
+                        }
+                    },
                 }
-            };
-            match attempt {
-                Ok(()) => {
-                    self.dirty.store(true, Ordering::Relaxed);
-                    return Ok(());
-                }
-                Err(Attempt::Failed(e)) => return Err(e),
-                Err(Attempt::Busy) if start.elapsed() >= self.busy_limit => {
-                    return Err(StoreError::EventLog(format!(
-                        "{} stayed locked by another writer for {} s",
-                        self.path.display(),
-                        self.busy_limit.as_secs()
-                    )));
-                }
-                Err(Attempt::Busy) => {
-                    tokio::time::sleep(pause).await;
-                    pause = (pause * 2).min(Duration::from_millis(20));
+                if let Some(answer) = lock(&slot).take() {
+                    return answer;
                 }
             }
+            if start.elapsed() >= self.busy_limit {
+                // Give up on this one (the others have their own clocks).
+                lock(&self.queue).retain(|q| !Arc::ptr_eq(&q.slot, &slot));
+                return Err(StoreError::EventLog(format!(
+                    "{} stayed locked by another writer for {} s",
+                    self.path.display(),
+                    self.busy_limit.as_secs()
+                )));
+            }
+            tokio::time::sleep(pause).await;
+            pause = (pause * 2).min(Duration::from_millis(20));
         }
     }
 
-    fn try_append(
-        &self,
-        conn: &Connection,
-        call_id: &str,
-        seq: i64,
-        at_unix: f64,
-        kind: &str,
-        data: &str,
-    ) -> Result<(), Attempt> {
-        let run = || -> rusqlite::Result<usize> {
-            conn.prepare_cached(INSERT_ONE)?
-                .execute(rusqlite::params![call_id, seq, at_unix, kind, data])
-        };
-        match run() {
-            Ok(_) => Ok(()),
-            Err(e) => Err(match e.sqlite_error_code() {
-                Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked) => Attempt::Busy,
-                Some(ErrorCode::ConstraintViolation) if is_unique(&e) => {
-                    Attempt::Failed(StoreError::DuplicateEvent {
-                        call_id: call_id.into(),
-                        seq,
-                    })
-                }
-                _ => Attempt::Failed(StoreError::EventLog(format!(
-                    "appending event {seq} of call {call_id} to {}: {e}",
-                    self.path.display()
-                ))),
-            }),
+    /// Write `batch` and leave each its answer — or, if another connection
+    /// holds the write lock, write nothing and say so.
+    fn write(&self, conn: &Connection, batch: &[Queued]) -> Result<(), Busy> {
+        if let [one] = batch {
+            // Alone: a plain autocommit INSERT.
+            let answer = match insert(conn, one) {
+                Err(e) if is_busy(&e) => return Err(Busy),
+                r => r.map_err(|e| self.error(one, e)),
+            };
+            *lock(&one.slot) = Some(answer);
+            return Ok(());
         }
+        match conn.execute_batch("BEGIN IMMEDIATE") {
+            Ok(()) => {}
+            Err(e) if is_busy(&e) => return Err(Busy),
+            Err(e) => {
+                for q in batch {
+                    *lock(&q.slot) = Some(Err(self.failed(q, &e)));
+                }
+                return Ok(());
+            }
+        }
+        // A failing INSERT (a duplicate) undoes only itself; if SQLite had
+        // to roll the whole transaction back, nothing of it stands.
+        let mut answers: Vec<Result<(), StoreError>> = Vec::with_capacity(batch.len());
+        for q in batch {
+            answers.push(insert(conn, q).map_err(|e| self.error(q, e)));
+            if conn.is_autocommit() {
+                break;
+            }
+        }
+        let committed = if conn.is_autocommit() {
+            Err("the transaction was rolled back".to_string())
+        } else {
+            conn.execute_batch("COMMIT").map_err(|e| {
+                let _ = conn.execute_batch("ROLLBACK");
+                e.to_string()
+            })
+        };
+        let mut answers = answers.into_iter();
+        for q in batch {
+            let answer = match (&committed, answers.next()) {
+                (Ok(()), Some(a)) => a,
+                (_, Some(Err(e @ StoreError::DuplicateEvent { .. }))) => Err(e),
+                (Err(why), _) => Err(self.failed(q, why)),
+                (Ok(()), None) => Err(StoreError::EventLog("not written".into())),
+            };
+            *lock(&q.slot) = Some(answer);
+        }
+        Ok(())
+    }
+
+    fn error(&self, q: &Queued, e: rusqlite::Error) -> StoreError {
+        if is_unique(&e) {
+            StoreError::DuplicateEvent {
+                call_id: q.call_id.clone(),
+                seq: q.seq,
+            }
+        } else {
+            self.failed(q, &e)
+        }
+    }
+
+    fn failed(&self, q: &Queued, why: &dyn std::fmt::Display) -> StoreError {
+        StoreError::EventLog(format!(
+            "appending event {} of call {} to {}: {why}",
+            q.seq,
+            q.call_id,
+            self.path.display()
+        ))
     }
 
     /// Close the connection; later appends fail with [`StoreError::Closed`].
     pub(crate) async fn close(&self) {
-        if let Some(conn) = self.conn.lock().await.take() {
+        let mut guard = self.conn.lock().await;
+        // Whatever is queued was not written: its appends will say so.
+        if let Some(conn) = guard.take() {
             if let Err((_, e)) = conn.close() {
                 tracing::warn!(error = %e, "closing the event log connection");
             }
         }
     }
+}
+
+/// The one-row INSERT of `q` (cached statement).
+fn insert(conn: &Connection, q: &Queued) -> rusqlite::Result<()> {
+    conn.prepare_cached(INSERT_ONE)?.execute(rusqlite::params![
+        q.call_id, q.seq, q.at_unix, q.kind, q.data
+    ])?;
+    Ok(())
+}
+
+fn is_busy(e: &rusqlite::Error) -> bool {
+    matches!(
+        e.sqlite_error_code(),
+        Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked)
+    )
 }
 
 /// Primary-key or unique violation (not, say, NOT NULL).
@@ -262,5 +372,70 @@ fn checkpoint_loop(
         passive_checkpoint(&conn);
         drop(guard);
         tracing::debug!(frames, pause = ?paused.elapsed(), "WAL checkpointed; it starts over");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn queued(call_id: &str, seq: i64) -> Queued {
+        Queued {
+            call_id: call_id.into(),
+            seq,
+            at_unix: 1.5,
+            kind: "k".into(),
+            data: "{}".into(),
+            slot: Arc::default(),
+        }
+    }
+
+    fn answer(q: &Queued) -> Result<(), StoreError> {
+        lock(&q.slot).take().expect("answered")
+    }
+
+    #[test]
+    fn a_batch_commits_together_and_a_duplicate_fails_alone() {
+        let dir = std::env::temp_dir().join(format!("calllock-appender-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("t.db");
+        let setup = Connection::open(&path).unwrap();
+        setup
+            .execute_batch(
+                "PRAGMA journal_mode = WAL; CREATE TABLE call_events (call_id TEXT NOT NULL, \
+                 seq BIGINT NOT NULL, at_unix DOUBLE PRECISION NOT NULL, kind TEXT NOT NULL, \
+                 data TEXT NOT NULL, PRIMARY KEY (call_id, seq))",
+            )
+            .unwrap();
+        let a = SqliteAppender::open(&path, Duration::from_secs(1)).unwrap();
+        let guard = a.conn.blocking_lock();
+        let conn = guard.as_ref().unwrap();
+
+        let batch = [queued("CA", 1), queued("CA", 1), queued("CA", 2)];
+        assert!(a.write(conn, &batch).is_ok());
+        assert!(answer(&batch[0]).is_ok());
+        assert!(matches!(
+            answer(&batch[1]),
+            Err(StoreError::DuplicateEvent { seq: 1, .. })
+        ));
+        assert!(answer(&batch[2]).is_ok());
+        let n: i64 = setup
+            .query_row("SELECT COUNT(*) FROM call_events", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(n, 2);
+
+        // Another connection holds the write lock: nothing is written,
+        // nobody is answered, the caller retries later.
+        setup.execute_batch("BEGIN IMMEDIATE").unwrap();
+        let batch = [queued("CA", 3), queued("CA", 4)];
+        assert!(a.write(conn, &batch).is_err());
+        assert!(a.write(conn, &batch[..1]).is_err());
+        assert!(lock(&batch[0].slot).is_none() && lock(&batch[1].slot).is_none());
+        setup.execute_batch("COMMIT").unwrap();
+        assert!(a.write(conn, &batch).is_ok());
+        assert!(answer(&batch[0]).is_ok() && answer(&batch[1]).is_ok());
+        drop(guard);
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }
