@@ -7,24 +7,31 @@
 //! [`Store::mark_interrupted`] at the next start; the events are what is
 //! left of it, and post-call processing still has to run).
 //!
-//! ## Group commit
+//! ## Appending fast
 //!
 //! An append must be durable when it returns, and cheap: a busy instance
-//! appends thousands of events a second. Each store has one **event
-//! writer**: a task that owns one connection (SQLite: besides the pool, so
-//! appends never queue behind pool users nor fight each other for SQLite's
-//! write lock), takes every append waiting in its queue (up to
-//! [`MAX_BATCH`]), writes them with one multi-row `INSERT` — one statement,
-//! one implicit transaction, one commit — and then acknowledges each. An
-//! append's future resolves only after the commit of its row. If the batch
-//! fails (a duplicate sequence number, say), its rows are retried one by
-//! one so each caller gets its own answer.
+//! appends thousands of events a second. How depends on the database:
 //!
-//! The writer starts on the first append, on that caller's tokio runtime,
-//! and stops when the last clone of the [`Store`] is dropped or
+//! * **SQLite file**: the append runs the one `INSERT` (autocommit) on the
+//!   caller's thread, on a connection reserved for the event log — see
+//!   `sqlite_events` for why not through sqlx, and how it never blocks the
+//!   runtime on a lock or a checkpoint.
+//! * **PostgreSQL** (and in-memory SQLite): a **group-commit writer** — a
+//!   task that owns one connection (PostgreSQL: besides the pool, so
+//!   appends never queue behind pool users), takes every append waiting in
+//!   its queue (up to [`MAX_BATCH`]), writes them with one multi-row
+//!   `INSERT` — one statement, one implicit transaction, one commit (one
+//!   WAL flush on PostgreSQL) — and then acknowledges each. An append's
+//!   future resolves only after the commit of its row. If the batch fails
+//!   (a duplicate sequence number, say), its rows are retried one by one
+//!   so each caller gets its own answer.
+//!
+//! Either starts on the first append (the writer on that caller's tokio
+//! runtime) and stops when the last clone of the [`Store`] is dropped or
 //! [`Store::close`] is called.
 
 use crate::records::CallSummary;
+use crate::sqlite_events::SqliteAppender;
 use crate::timefmt::{normalize_phone, ts};
 use crate::{dedicated_connection, Store, StoreError, Target};
 use chrono::{DateTime, Utc};
@@ -34,6 +41,11 @@ use sqlx::any::AnyRow;
 use sqlx::{AnyConnection, AnyPool, Connection, Row};
 use std::fmt::Write as _;
 use tokio::sync::{mpsc, oneshot};
+
+/// The single-row append, shared by every path (the group-commit writer's
+/// one-row statement is this same text).
+pub(crate) const INSERT_ONE: &str =
+    "INSERT INTO call_events (call_id, seq, at_unix, kind, data) VALUES ($1, $2, $3, $4, $5)";
 
 /// At most this many appends are written by one statement.
 pub const MAX_BATCH: usize = 64;
@@ -165,17 +177,20 @@ impl Store {
         let data = serde_json::to_string(data).map_err(|source| {
             StoreError::json(format!("event {seq} ({kind}) of call {call_id}"), source)
         })?;
-        let writer = self.writer().await?;
-        writer
-            .append(PendingEvent {
-                call_id: call_id.to_string(),
-                seq,
-                at_unix,
-                kind: kind.to_string(),
-                data,
-                ack: None,
-            })
-            .await
+        match self.event_sink().await? {
+            EventSink::Sqlite(a) => a.append(call_id, seq, at_unix, kind, &data).await,
+            EventSink::Writer(w) => {
+                w.append(PendingEvent {
+                    call_id: call_id.to_string(),
+                    seq,
+                    at_unix,
+                    kind: kind.to_string(),
+                    data,
+                    ack: None,
+                })
+                .await
+            }
+        }
     }
 
     /// The log of one call, in `seq` order (empty for an unknown call).
@@ -241,10 +256,38 @@ impl Store {
 
 // ------------------------------------------------------------------ writer
 
+/// Where appends go (see the module documentation).
+pub(crate) enum EventSink {
+    Sqlite(SqliteAppender),
+    Writer(EventWriter),
+}
+
+impl EventSink {
+    /// Start the sink for `t`.
+    pub(crate) async fn start(t: WriterTarget) -> Result<EventSink, StoreError> {
+        match &t.target {
+            Target::File { path, .. } => {
+                Ok(EventSink::Sqlite(SqliteAppender::open(path, t.busy_limit)?))
+            }
+            _ => Ok(EventSink::Writer(EventWriter::start(t).await?)),
+        }
+    }
+
+    /// Finish what is queued, then refuse appends.
+    pub(crate) async fn close(&self) {
+        match self {
+            EventSink::Sqlite(a) => a.close().await,
+            EventSink::Writer(w) => w.close().await,
+        }
+    }
+}
+
 /// What the writer needs to reach the database.
 pub(crate) struct WriterTarget {
     pub(crate) pool: AnyPool,
     pub(crate) target: Target,
+    /// How long a SQLite append may wait for another writer.
+    pub(crate) busy_limit: std::time::Duration,
 }
 
 /// An append on its way to the writer.
@@ -279,7 +322,7 @@ pub(crate) struct EventWriter {
 impl EventWriter {
     /// Connect (a dedicated connection, except for an in-memory database)
     /// and spawn the writer on the current runtime.
-    pub(crate) async fn start(t: WriterTarget) -> Result<EventWriter, StoreError> {
+    async fn start(t: WriterTarget) -> Result<EventWriter, StoreError> {
         let conn = match &t.target {
             Target::Memory => Conn::Pool(t.pool.clone()),
             target => Conn::Own(dedicated_connection(target).await?, target.clone()),
@@ -300,7 +343,7 @@ impl EventWriter {
     }
 
     /// Write what is queued, then stop.
-    pub(crate) async fn close(&self) {
+    async fn close(&self) {
         let (ack, done) = oneshot::channel();
         if self.tx.send(Msg::Close(ack)).await.is_ok() {
             let _ = done.await;
@@ -495,5 +538,18 @@ fn fail_all(batch: &mut [PendingEvent], first: StoreError) {
             .take()
             .unwrap_or_else(|| StoreError::EventLog(text.clone()));
         ev.answer(Err(err));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn batch_statements() {
+        let mut c = SqlCache::default();
+        assert_eq!(c.insert(1), INSERT_ONE);
+        assert!(c.insert(3).ends_with("($11, $12, $13, $14, $15)"));
+        assert_eq!(c.insert(MAX_BATCH).matches('(').count(), MAX_BATCH + 1);
     }
 }

@@ -36,6 +36,7 @@ mod ids;
 mod outbox;
 mod records;
 mod seed;
+mod sqlite_events;
 mod timefmt;
 
 #[cfg(feature = "testing")]
@@ -148,8 +149,8 @@ pub(crate) enum Target {
     /// A private in-memory SQLite database: only the pool's one connection
     /// sees it.
     Memory,
-    /// A SQLite file (the `sqlite://` URL of it).
-    File(String),
+    /// A SQLite file: its `sqlite://` URL and its path.
+    File { url: String, path: PathBuf },
     /// A PostgreSQL URL (with its password: needed to connect).
     Postgres(String),
 }
@@ -166,9 +167,8 @@ struct Inner {
     dialect: Dialect,
     target: Target,
     described: String,
-    /// The group-commit writer of the event log, started on first use (on
-    /// the runtime of that first append).
-    writer: tokio::sync::OnceCell<events::EventWriter>,
+    /// Where event-log appends go, started on first use (see `events`).
+    events: tokio::sync::OnceCell<events::EventSink>,
 }
 
 impl std::fmt::Debug for Store {
@@ -205,7 +205,11 @@ impl Store {
             .await
             .map_err(open_err)?;
         let described = format!("sqlite://{}", path.display());
-        Self::init(pool, Dialect::Sqlite, Target::File(url), described).await
+        let target = Target::File {
+            url,
+            path: path.to_path_buf(),
+        };
+        Self::init(pool, Dialect::Sqlite, target, described).await
     }
 
     /// A fresh private in-memory SQLite database (one shared connection, so
@@ -302,6 +306,13 @@ impl Store {
         };
         sqlx::any::install_default_drivers();
         let opts = AnyConnectOptions::from_str(url).map_err(connect_err)?;
+        // One plain attempt first: the pool would retry until its acquire
+        // timeout and then report only "timed out", hiding the real reason
+        // (refused, unknown database, bad password).
+        let probe = AnyConnection::connect_with(&opts)
+            .await
+            .map_err(connect_err)?;
+        let _ = probe.close().await;
         let pool = AnyPoolOptions::new()
             .max_connections(POSTGRES_POOL_SIZE)
             .acquire_timeout(ACQUIRE_TIMEOUT)
@@ -334,7 +345,7 @@ impl Store {
                 dialect,
                 target,
                 described,
-                writer: tokio::sync::OnceCell::new(),
+                events: tokio::sync::OnceCell::new(),
             }),
         })
     }
@@ -359,16 +370,16 @@ impl Store {
     /// Stop the event writer (after the appends already queued) and close
     /// the pool (waits for connections to be returned). Later calls fail.
     pub async fn close(&self) {
-        if let Some(w) = self.inner.writer.get() {
-            w.close().await;
+        if let Some(sink) = self.inner.events.get() {
+            sink.close().await;
         }
         self.inner.pool.close().await;
     }
 
-    pub(crate) async fn writer(&self) -> Result<&events::EventWriter, StoreError> {
+    pub(crate) async fn event_sink(&self) -> Result<&events::EventSink, StoreError> {
         self.inner
-            .writer
-            .get_or_try_init(|| events::EventWriter::start(self.clone_for_writer()))
+            .events
+            .get_or_try_init(|| events::EventSink::start(self.clone_for_writer()))
             .await
     }
 
@@ -378,6 +389,7 @@ impl Store {
         events::WriterTarget {
             pool: self.inner.pool.clone(),
             target: self.inner.target.clone(),
+            busy_limit: Duration::from_millis(SQLITE_BUSY_TIMEOUT_MS),
         }
     }
 }
@@ -407,7 +419,7 @@ pub(crate) async fn dedicated_connection(
 ) -> Result<Option<AnyConnection>, StoreError> {
     match target {
         Target::Memory => Ok(None),
-        Target::File(url) => {
+        Target::File { url, .. } => {
             let mut conn = AnyConnection::connect(url).await?;
             sqlite_file_pragmas(&mut conn).await?;
             Ok(Some(conn))

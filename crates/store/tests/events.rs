@@ -86,41 +86,49 @@ both! {
 both! {
     #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
     async fn concurrent_appends_each_get_their_own_answer(fx) {
-        // Many appends at once are batched; a duplicate in a batch fails
-        // alone and the others are committed.
+        // Many appends at once (batched by the group-commit writer, or
+        // inline on a SQLite file); a duplicate fails alone and the others
+        // are committed. SQLite: in memory (writer) and on a file (inline).
         let s = fx.store().await;
-        let mut tasks = Vec::new();
-        for call in 0..20 {
-            for seq in 0..30i64 {
-                let s = s.clone();
-                tasks.push(tokio::spawn(async move {
-                    let id = format!("CA{call}");
-                    // seq 7 twice per call.
-                    let seq = if seq == 8 { 7 } else { seq };
-                    let r = s
-                        .append_event(&id, seq, T0 + seq as f64, "tick", &json!({"call": call}))
-                        .await;
-                    (id, seq, r)
-                }));
+        check_concurrent_appends(&s).await;
+        let s = Store::connect(&fx.location().await).await.unwrap();
+        check_concurrent_appends(&s).await;
+        s.close().await;
+    }
+}
+
+async fn check_concurrent_appends(s: &Store) {
+    let mut tasks = Vec::new();
+    for call in 0..20 {
+        for seq in 0..30i64 {
+            let s = s.clone();
+            tasks.push(tokio::spawn(async move {
+                let id = format!("CA{call}");
+                // seq 7 twice per call.
+                let seq = if seq == 8 { 7 } else { seq };
+                let r = s
+                    .append_event(&id, seq, T0 + seq as f64, "tick", &json!({"call": call}))
+                    .await;
+                (id, seq, r)
+            }));
+        }
+    }
+    let mut dups = 0;
+    for t in tasks {
+        let (id, seq, r) = t.await.unwrap();
+        match r {
+            Ok(()) => {}
+            Err(StoreError::DuplicateEvent { call_id, seq: 7 }) if call_id == id && seq == 7 => {
+                dups += 1
             }
+            Err(e) => panic!("{id} {seq}: {e:?}"),
         }
-        let mut dups = 0;
-        for t in tasks {
-            let (id, seq, r) = t.await.unwrap();
-            match r {
-                Ok(()) => {}
-                Err(StoreError::DuplicateEvent { call_id, seq: 7 }) if call_id == id && seq == 7 => {
-                    dups += 1
-                }
-                Err(e) => panic!("{id} {seq}: {e:?}"),
-            }
-        }
-        assert_eq!(dups, 20);
-        for call in 0..20 {
-            let evs = s.events(&format!("CA{call}")).await.unwrap();
-            assert_eq!(evs.len(), 29, "CA{call}");
-            assert!(evs.windows(2).all(|w| w[0].seq < w[1].seq));
-        }
+    }
+    assert_eq!(dups, 20);
+    for call in 0..20 {
+        let evs = s.events(&format!("CA{call}")).await.unwrap();
+        assert_eq!(evs.len(), 29, "CA{call}");
+        assert!(evs.windows(2).all(|w| w[0].seq < w[1].seq));
     }
 }
 
@@ -324,6 +332,32 @@ both! {
         }
         assert!(format!("{s:?}").contains(s.describe()));
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_append_waits_for_another_writer() {
+    // Another connection holds SQLite's write lock: the append neither
+    // fails nor blocks the runtime; it goes through once the lock is free.
+    let dir = std::env::temp_dir().join(format!("calllock-store-busy-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let s = Store::open(&dir.join("calllock.db")).await.unwrap();
+    s.append_event("CA1", 1, T0, "x", &json!(1)).await.unwrap();
+    let mut tx = s.pool().begin_with("BEGIN IMMEDIATE").await.unwrap();
+    sqlx::query("INSERT INTO call_events (call_id, seq, at_unix, kind, data) VALUES ('CA0', 1, 0, 'x', '1')")
+        .execute(&mut *tx)
+        .await
+        .unwrap();
+    let s2 = s.clone();
+    let append = tokio::spawn(async move { s2.append_event("CA1", 2, T0, "x", &json!(2)).await });
+    // The runtime is free meanwhile.
+    tokio::time::sleep(std::time::Duration::from_millis(150)).await;
+    assert!(!append.is_finished());
+    tx.commit().await.unwrap();
+    append.await.unwrap().unwrap();
+    assert_eq!(s.events("CA1").await.unwrap().len(), 2);
+    assert_eq!(s.events("CA0").await.unwrap().len(), 1);
+    s.close().await;
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[tokio::test]

@@ -237,12 +237,14 @@ async fn parallel_claims(at: &str) {
     for l in loops {
         l.await.unwrap();
     }
-    let claimed = claimed.lock().unwrap();
-    assert_eq!(claimed.len(), 200);
-    let workers: std::collections::HashSet<_> = claimed.values().collect();
-    assert!(workers.len() >= 2, "only {workers:?} worked");
-    for (call, seqs) in order.lock().unwrap().iter() {
-        assert_eq!(seqs, &[1, 2, 3, 4], "{call}");
+    {
+        let claimed = claimed.lock().unwrap();
+        assert_eq!(claimed.len(), 200);
+        let workers: std::collections::HashSet<_> = claimed.values().collect();
+        assert!(workers.len() >= 2, "only {workers:?} worked");
+        for (call, seqs) in order.lock().unwrap().iter() {
+            assert_eq!(seqs, &[1, 2, 3, 4], "{call}");
+        }
     }
     assert!(s2.outbox_pending().await.unwrap().is_empty());
     let all = s2.outbox_all(1000).await.unwrap();

@@ -62,7 +62,8 @@ impl Fx {
     /// PostgreSQL database. For [`Store::connect`].
     pub async fn location(&self) -> String {
         if self.pg {
-            let db = match self.spare.lock().unwrap().take() {
+            let spare = self.spare.lock().unwrap().take();
+            let db = match spare {
                 Some(db) => db,
                 None => pg_test_db()
                     .await
