@@ -274,3 +274,80 @@ async fn two_workers_on_postgresql_never_deliver_twice() {
     let b = db.store().await.unwrap();
     outage(vec![a, b], 12).await;
 }
+
+/// Garbage from the dashboard never loses a delivery: whatever it answers
+/// (random bytes, truncated or non-object JSON, HTML, any status), the item
+/// is either delivered (2xx with a JSON object) or still pending with the
+/// reason — 500 answers over real sockets.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn garbage_answers_never_lose_a_delivery() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = store::Store::open(&dir.path().join("garbage.db"))
+        .await
+        .unwrap();
+    let fake = dashboard_fake();
+    let dash = dashboard_client(&fake);
+    let w = worker(&store, dash, "garbage");
+    let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut next = move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    };
+    let valid = br#"{"success": true, "job_id": "j"}"#;
+    for i in 0..500 {
+        let status = [200u16, 201, 400, 401, 404, 500, 502, 503][(next() % 8) as usize];
+        let body: Vec<u8> = match next() % 6 {
+            0 => (0..next() % 64).map(|_| next() as u8).collect(),
+            1 => valid[..(next() as usize % valid.len())].to_vec(),
+            2 => b"<html><body>Bad Gateway</body></html>".to_vec(),
+            3 => b"[1, 2, 3]".to_vec(),
+            4 => Vec::new(),
+            _ => valid.to_vec(),
+        };
+        let accepted = (200..300).contains(&status)
+            && matches!(serde_json::from_slice::<Value>(&body), Ok(Value::Object(_)));
+        fake.set(
+            "/jobs",
+            vec![FakeResponse::Bytes {
+                status,
+                content_type: "application/json".into(),
+                body: body.clone(),
+            }],
+        );
+        let call_id = format!("CA-garbage-{i:03}");
+        let id = store
+            .outbox_enqueue(
+                &store::NewOutboxItem {
+                    call_id: call_id.clone(),
+                    kind: store::OutboxKind::Job,
+                    target_url: format!("{}/jobs", fake.url()),
+                    payload: json!({"call_id": call_id}),
+                },
+                T0,
+            )
+            .await
+            .unwrap();
+        let r = w.drain_once(T0 + 1.0).await.unwrap();
+        assert_eq!(r.claimed, 1, "case {i}");
+        let item = store.outbox_item(&id).await.unwrap().unwrap();
+        if accepted {
+            assert_eq!(
+                item.status,
+                store::OutboxStatus::Delivered,
+                "case {i}: {status} {body:?}"
+            );
+        } else {
+            assert_eq!(
+                item.status,
+                store::OutboxStatus::Pending,
+                "case {i}: {status} {body:?}"
+            );
+            assert!(!item.last_error.is_empty(), "case {i}: no reason kept");
+            assert_eq!(item.attempts, 1);
+            // Backed off: not due again in this test's frozen time.
+            assert!(item.next_attempt_unix > T0 + 1.0, "case {i}: no backoff");
+        }
+    }
+}
