@@ -12,8 +12,9 @@
 //! An append must be durable when it returns, and cheap: a busy instance
 //! appends thousands of events a second. How depends on the database:
 //!
-//! * **SQLite file**: the append runs the one `INSERT` (autocommit) on the
-//!   caller's thread, on a connection reserved for the event log — see
+//! * **SQLite file**: the append runs the `INSERT` on the caller's thread,
+//!   on a connection reserved for the event log — one autocommit `INSERT`,
+//!   or under load the appends queued meanwhile in one transaction. See
 //!   `sqlite_events` for why not through sqlx, and how it never blocks the
 //!   runtime on a lock or a checkpoint.
 //! * **PostgreSQL** (and in-memory SQLite): a **group-commit writer** — a
@@ -48,7 +49,7 @@ pub(crate) const INSERT_ONE: &str =
     "INSERT INTO call_events (call_id, seq, at_unix, kind, data) VALUES ($1, $2, $3, $4, $5)";
 
 /// At most this many appends are written by one statement.
-pub const MAX_BATCH: usize = 64;
+pub(crate) const MAX_BATCH: usize = 64;
 /// Appends waiting for the writer before `append_event` itself waits.
 const QUEUE: usize = 16_384;
 

@@ -9,9 +9,10 @@
 //!   answered from that database, in the V2 response shapes (SPEC §6.3 as
 //!   corrected by D-18/D-19) but truthfully: a booking that did not happen
 //!   says so.
-//! * The call event log ([`Store::append_event`], committed when the call
-//!   returns, see [`EventWriter`](crate::events)) and call lifecycle
-//!   ([`Store::begin_call`], [`Store::mark_interrupted`]).
+//! * The call event log ([`Store::append_event`]: committed when it
+//!   returns; inline group commit on a SQLite file, a group-commit writer
+//!   task on PostgreSQL) and the call lifecycle ([`Store::begin_call`],
+//!   [`Store::mark_interrupted`], [`Store::save_call`]).
 //! * The outbox of D-17 ([`Store::outbox_enqueue`],
 //!   [`Store::outbox_claim_due`], …).
 //! * [`DEMO_CUSTOMERS`] / [`EmbeddedBackend::seed_demo`]: demo data.

@@ -47,7 +47,7 @@
 //! restart stalled appends for tens of milliseconds).
 //!
 //! The SQL is the same constant the portable path uses
-//! ([`INSERT_ONE`](crate::events::INSERT_ONE)).
+//! ([`INSERT_ONE`]).
 
 use crate::events::INSERT_ONE;
 use crate::StoreError;

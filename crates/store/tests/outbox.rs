@@ -261,3 +261,26 @@ both! {
         parallel_claims(&fx.location().await).await;
     }
 }
+
+both! {
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn concurrent_enqueues_of_one_call_get_distinct_seqs(fx) {
+        let at = fx.location().await;
+        let s1 = Store::connect(&at).await.unwrap();
+        let s2 = Store::connect(&at).await.unwrap();
+        let mut tasks = Vec::new();
+        for n in 0..40u32 {
+            let s = if n % 2 == 0 { s1.clone() } else { s2.clone() };
+            tasks.push(tokio::spawn(async move {
+                s.outbox_enqueue(&item("CA1", OutboxKind::Alert, n), NOW).await
+            }));
+        }
+        for t in tasks {
+            t.await.unwrap().unwrap();
+        }
+        let seqs: Vec<i64> = s1.outbox_for_call("CA1").await.unwrap().iter().map(|i| i.seq).collect();
+        assert_eq!(seqs, (1..=40).collect::<Vec<i64>>());
+        s1.close().await;
+        s2.close().await;
+    }
+}
