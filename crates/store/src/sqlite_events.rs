@@ -12,8 +12,10 @@
 //! `INSERT` — committed when it returns. It occupies the calling runtime
 //! thread for those few microseconds only:
 //!
-//! * the connection sits behind a tokio mutex: a waiting append yields,
-//!   never parks the thread;
+//! * the connection sits behind a tokio mutex; a waiting append spins for
+//!   up to [`SPIN`] (holders take microseconds, and waking a parked task
+//!   from the other thread costs more on a VM), then yields — it never
+//!   parks the thread;
 //! * **group commit without a writer task**: an append first puts its event
 //!   in a queue, then whoever gets the connection writes everything queued
 //!   — alone, a plain autocommit `INSERT`; under load, the appends that
@@ -45,6 +47,10 @@
 //! appends/s, a few MB for a typical office); the file keeps its
 //! high-water size until the store closes (trimming it right after the
 //! restart stalled appends for tens of milliseconds).
+//!
+//! Result on the CI machine (200 calls, ~5,700 appends/s, 2 runtime
+//! threads, quiet machine): p50 ≈ 8.5 µs, p99 ≈ 40 µs; the checkpoint
+//! pauses show at p99.9 (1–2 ms).
 //!
 //! The SQL is the same constant the portable path uses
 //! ([`INSERT_ONE`]).
