@@ -461,6 +461,12 @@ impl OutboxWorker {
         for item in items {
             match self.attempt(&item).await {
                 Ok(answer) => {
+                    // Link first: the call record cannot be claimed while
+                    // its job is still pending, so no worker sends it
+                    // without the ids in between.
+                    if item.kind == OutboxKind::Job {
+                        self.link_call_payload(&item.call_id, &answer).await;
+                    }
                     let ours = self
                         .store
                         .outbox_mark_delivered(&item.id, &self.worker, &answer, now)
@@ -470,9 +476,6 @@ impl OutboxWorker {
                             id = item.id,
                             "delivered after the lease passed to another worker"
                         );
-                    }
-                    if item.kind == OutboxKind::Job {
-                        self.link_call_payload(&item.call_id, &answer).await;
                     }
                     report.delivered += 1;
                 }
