@@ -28,7 +28,6 @@ use agent::postcall::{
     booking_status, build_call_payload, build_emergency_alert, merge_classification,
 };
 use agent::responder::Responder;
-use agent::session::TranscriptEntry;
 use agent::transcript::{chunk_transcript_dump, to_plain_text, to_timestamped_dump};
 use agent::State;
 use providers::dashboard::DashboardClient;
@@ -216,18 +215,7 @@ impl PostCall {
             }
         };
         let result = self.backend.call(&call).await;
-        let ok = agent::tools::call_succeeded(&result);
-        if ok {
-            s.callback_created = true;
-        } else {
-            s.callback_attempts += 1;
-        }
-        s.transcript_log.push(TranscriptEntry::tool(
-            "create_callback",
-            result.clone(),
-            outcome.end_time,
-            s.state,
-        ));
+        let ok = record::apply_callback_result(outcome, &result);
         self.settle(id.as_deref(), ok, &result, "callback not created")
             .await;
         (!ok).then(|| self.callback_target.clone())
@@ -401,8 +389,8 @@ fn id_field(v: &Value, key: &str) -> Option<String> {
     }
 }
 
-/// The §7.9 dump of a finished call as `TRANSCRIPT_DUMP|i/n|JSON` lines.
-pub fn transcript_dump_lines(outcome: &Outcome) -> Vec<String> {
+/// The §7.9 timestamped dump of a call, with `duration_s`.
+pub fn transcript_dump(outcome: &Outcome) -> Value {
     let s = &outcome.session;
     let mut dump = to_timestamped_dump(
         &s.transcript_log,
@@ -417,6 +405,12 @@ pub fn transcript_dump_lines(outcome: &Outcome) -> Vec<String> {
         0.0
     };
     dump["duration_s"] = json!(duration);
+    dump
+}
+
+/// The §7.9 dump of a finished call as `TRANSCRIPT_DUMP|i/n|JSON` lines.
+pub fn transcript_dump_lines(outcome: &Outcome) -> Vec<String> {
+    let dump = transcript_dump(outcome);
     let chunks = chunk_transcript_dump(&dump, 3500);
     let n = chunks.len();
     chunks

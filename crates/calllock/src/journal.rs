@@ -161,13 +161,30 @@ async fn writer(store: store::Store, call_id: String, mut rx: mpsc::UnboundedRec
     }
 }
 
+/// Journals the session (without its transcript) each time it changed.
+#[derive(Default)]
+pub struct SessionSnapshots {
+    last: Option<Value>,
+}
+
+impl SessionSnapshots {
+    /// Record `session` at `at` unless it equals the last one recorded.
+    pub fn record(&mut self, journal: &Journal, at: f64, session: &Session) {
+        let snap = session_snapshot(session);
+        if self.last.as_ref() != Some(&snap) {
+            journal.record(at, "session", snap.clone());
+            self.last = Some(snap);
+        }
+    }
+}
+
 /// An [`Observer`] that journals every event (and the session when it
 /// changes) and passes events on to `inner` (the console printer).
 pub struct JournalObserver<'a> {
     journal: Journal,
     inner: &'a mut dyn Observer,
     start_unix: f64,
-    last_session: Option<Value>,
+    snapshots: SessionSnapshots,
 }
 
 impl<'a> JournalObserver<'a> {
@@ -176,7 +193,7 @@ impl<'a> JournalObserver<'a> {
             journal,
             inner,
             start_unix,
-            last_session: None,
+            snapshots: SessionSnapshots::default(),
         }
     }
 }
@@ -234,12 +251,8 @@ impl Observer for JournalObserver<'_> {
     }
 
     fn on_session(&mut self, t: f64, session: &Session) {
-        let snap = session_snapshot(session);
-        if self.last_session.as_ref() != Some(&snap) {
-            self.journal
-                .record(self.start_unix + t, "session", snap.clone());
-            self.last_session = Some(snap);
-        }
+        self.snapshots
+            .record(&self.journal, self.start_unix + t, session);
         self.inner.on_session(t, session);
     }
 }

@@ -2,48 +2,51 @@
 //! `calllock doctor`.
 
 use crate::config::{BackendKind, Config};
+use crate::delivery::transcript_dump;
 use crate::journal;
-use agent::transcript::{format_transcript, to_timestamped_dump};
+use crate::sim::{EndedBy, Outcome};
+use agent::transcript::format_transcript;
 use anyhow::{bail, Result};
 use providers::probe::{http_get, Probe};
-use serde_json::{json, Value};
+use serde_json::Value;
 use std::time::Duration;
 
 /// The §7.9 dump of a stored call: from its event log when it has one (a
 /// live or interrupted call included), else from its saved record.
 pub async fn call_dump(store: &store::Store, id: &str) -> Result<Option<Value>> {
     let events = store.events(id).await?;
-    let rec = store.get_call(id).await?;
+    let summary = store.call_summary(id).await?;
+    let started = summary
+        .as_ref()
+        .map(|c| c.started_at.timestamp_millis() as f64 / 1000.0);
     if !events.is_empty() {
-        let started = match store.call_summary(id).await? {
-            Some(c) => c.started_at.timestamp_millis() as f64 / 1000.0,
-            None => events.first().map(|e| e.at_unix).unwrap_or(0.0),
-        };
-        let outcome = journal::rebuild(id, &events, started);
-        let s = &outcome.session;
-        let mut dump = to_timestamped_dump(
-            &s.transcript_log,
-            outcome.start_time,
-            id,
-            &s.phone_number,
-            s.state.as_str(),
-        );
-        dump["duration_s"] = json!(((outcome.end_time - outcome.start_time) * 10.0).round() / 10.0);
-        return Ok(Some(dump));
+        let started = started.unwrap_or_else(|| events.first().map(|e| e.at_unix).unwrap_or(0.0));
+        return Ok(Some(transcript_dump(&journal::rebuild(
+            id, &events, started,
+        ))));
     }
-    let Some(rec) = rec else { return Ok(None) };
-    let session: agent::Session = match rec.record.get("session") {
-        Some(v) => serde_json::from_value(v.clone()).unwrap_or_else(|_| agent::Session::new("")),
-        None => agent::Session::new(""),
+    let Some(rec) = store.get_call(id).await? else {
+        return Ok(None);
     };
+    let mut session: agent::Session = rec
+        .record
+        .get("session")
+        .and_then(|v| serde_json::from_value(v.clone()).ok())
+        .unwrap_or_else(|| agent::Session::new(rec.phone.clone()));
+    session.call_sid = id.to_string();
     let start = rec.started_at.timestamp_millis() as f64 / 1000.0;
-    let mut dump = to_timestamped_dump(
-        &session.transcript_log,
-        start,
-        id,
-        &rec.phone,
-        &rec.final_state,
-    );
+    let end = rec
+        .ended_at
+        .map(|e| e.timestamp_millis() as f64 / 1000.0)
+        .unwrap_or(start);
+    let mut dump = transcript_dump(&Outcome {
+        session,
+        ended_by: EndedBy::Caller,
+        start_time: start,
+        end_time: end,
+        tools: Vec::new(),
+    });
+    // The saved record knows the duration to the tenth of a second.
     if let Some(d) = rec.record.get("duration_s") {
         dump["duration_s"] = d.clone();
     }

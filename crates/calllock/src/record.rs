@@ -43,7 +43,17 @@ pub async fn keep_callback_promise(outcome: &mut Outcome, backend: &dyn Backend)
     }
     let call = agent::backend::callback_request(s);
     let result = backend.call(&call).await;
-    if agent::tools::call_succeeded(&result) {
+    apply_callback_result(outcome, &result);
+    Some(result)
+}
+
+/// Record a post-call `create_callback` answer on the call: created or one
+/// more failed attempt, and a tool line in the transcript. Returns whether
+/// the callback was created.
+pub fn apply_callback_result(outcome: &mut Outcome, result: &Value) -> bool {
+    let s = &mut outcome.session;
+    let ok = agent::tools::call_succeeded(result);
+    if ok {
         s.callback_created = true;
     } else {
         s.callback_attempts += 1;
@@ -54,7 +64,7 @@ pub async fn keep_callback_promise(outcome: &mut Outcome, backend: &dyn Backend)
         outcome.end_time,
         s.state,
     ));
-    Some(result)
+    ok
 }
 
 /// Classify a finished call and build its payloads.

@@ -700,7 +700,7 @@ pub fn scripted_llm(
 struct VoiceJournal {
     journal: crate::journal::Journal,
     tools: HashMap<u64, String>,
-    last_session: Option<Value>,
+    snapshots: crate::journal::SessionSnapshots,
 }
 
 impl VoiceJournal {
@@ -708,7 +708,7 @@ impl VoiceJournal {
         VoiceJournal {
             journal,
             tools: HashMap::new(),
-            last_session: None,
+            snapshots: Default::default(),
         }
     }
 
@@ -765,10 +765,6 @@ impl VoiceJournal {
     }
 
     fn session(&mut self, at: f64, session: &agent::Session) {
-        let snap = crate::journal::session_snapshot(session);
-        if self.last_session.as_ref() != Some(&snap) {
-            self.journal.record(at, "session", snap.clone());
-            self.last_session = Some(snap);
-        }
+        self.snapshots.record(&self.journal, at, session);
     }
 }

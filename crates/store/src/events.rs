@@ -225,17 +225,6 @@ impl Store {
         Ok(ids)
     }
 
-    /// Interrupted calls whose post-call processing is not done yet, oldest
-    /// first.
-    pub async fn calls_needing_postcall(&self) -> Result<Vec<String>, StoreError> {
-        Ok(sqlx::query_scalar(
-            "SELECT call_id FROM calls WHERE status = 'interrupted' AND postcall_done = 0 \
-             ORDER BY started_unix, call_id",
-        )
-        .fetch_all(self.pool())
-        .await?)
-    }
-
     /// Record that post-call processing of `call_id` is done. `false` for an
     /// unknown call.
     pub async fn mark_postcall_done(&self, call_id: &str) -> Result<bool, StoreError> {

@@ -176,10 +176,11 @@ both! {
         assert_eq!(rec.started_at.timestamp(), T0 as i64);
 
         // Post-call processing of the interrupted call.
-        assert_eq!(s.calls_needing_postcall().await.unwrap(), ["CA_live"]);
+        let pending: Vec<String> = s.calls_pending_postcall().await.unwrap().into_iter().map(|(id, _, _)| id).collect();
+        assert_eq!(pending, ["CA_live"]);
         assert!(s.mark_postcall_done("CA_live").await.unwrap());
         assert!(!s.mark_postcall_done("CA_nope").await.unwrap());
-        assert!(s.calls_needing_postcall().await.unwrap().is_empty());
+        assert!(s.calls_pending_postcall().await.unwrap().is_empty());
         // Its final record, built later, completes it.
         s.save_call(&record("CA_live", "+15125550100")).await.unwrap();
         assert_eq!(s.call_status("CA_live").await.unwrap(), Some(CallStatus::Completed));
@@ -215,7 +216,7 @@ both! {
         // Saved without begin_call: completed too.
         s.save_call(&record("CA2", "+15125550101")).await.unwrap();
         assert_eq!(s.call_status("CA2").await.unwrap(), Some(CallStatus::Completed));
-        assert!(s.calls_needing_postcall().await.unwrap().is_empty());
+        assert!(s.calls_pending_postcall().await.unwrap().is_empty());
     }
 }
 
