@@ -26,6 +26,7 @@ pub mod postcall;
 pub mod profile;
 pub mod prompts;
 pub mod responder;
+pub mod safety;
 pub mod session;
 pub mod state;
 pub mod tools;
