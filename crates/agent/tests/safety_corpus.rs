@@ -179,3 +179,68 @@ mod fuzz {
         }
     }
 }
+
+/// Generated combinations: denials joined to an assertion stay an
+/// emergency; denials joined to denials stay a clear no.
+mod combinations {
+    use agent::safety::{safety_answer, SafetyAnswer};
+    use proptest::prelude::*;
+    use proptest::sample::select;
+
+    const DENIALS: &[&str] = &[
+        "no gas",
+        "I don't smell gas",
+        "nothing is burning",
+        "no smoke or anything",
+        "there's no smoke",
+        "I don't see any sparks",
+        "the CO alarm isn't going off",
+        "we don't smell anything",
+        "neither gas nor smoke",
+        "no burning smell",
+    ];
+    const ASSERTIONS: &[&str] = &[
+        "I smell gas",
+        "there's smoke coming out",
+        "the vent is sparking",
+        "something smells like it's burning",
+        "the carbon monoxide alarm is going off",
+        "it smells like rotten eggs",
+        "I see flames",
+        "the furnace is smoking",
+    ];
+    const JOINERS: &[&str] = &[
+        " but ", ", but ", ". ", "? ", " though ", "; ", " and ", ", and ", " — ",
+    ];
+    const LIST_JOINERS: &[&str] = &[", ", ". ", " and ", ", and ", "; "];
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(1000))]
+
+        #[test]
+        fn a_denial_never_hides_an_asserted_danger(
+            denial in select(DENIALS),
+            assertion in select(ASSERTIONS),
+            joiner in select(JOINERS),
+            denial_first in any::<bool>(),
+        ) {
+            // "I smell gas? no gas" is the caller asking back, not telling.
+            let denial_first = denial_first || joiner == "? ";
+            let text = if denial_first {
+                format!("{denial}{joiner}{assertion}")
+            } else {
+                format!("{assertion}{joiner}{denial}")
+            };
+            prop_assert_eq!(safety_answer(&text), SafetyAnswer::Emergency, "{:?}", text);
+        }
+
+        #[test]
+        fn denials_joined_stay_a_clear_no(
+            parts in prop::collection::vec(select(DENIALS), 1..4),
+            joiner in select(LIST_JOINERS),
+        ) {
+            let text = parts.join(joiner);
+            prop_assert_eq!(safety_answer(&text), SafetyAnswer::ClearNo, "{:?}", text);
+        }
+    }
+}
