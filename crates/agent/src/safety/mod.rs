@@ -263,7 +263,7 @@ mod tests {
 
     #[test]
     fn sentences_split_and_drop_fillers() {
-        let s = sentences("uh no, you know, smoke? yes. i mean fire");
+        let s = sentences("uh no, you know, smoke?? yes. i mean fire");
         let words: Vec<Vec<&str>> = s
             .iter()
             .map(|s| s.words.iter().map(|w| w.text).collect())

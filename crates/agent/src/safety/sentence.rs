@@ -61,13 +61,9 @@ pub(super) fn sentences(text: &str) -> Vec<Sentence<'_>> {
                 | '\u{2013}'
                 | '\u{2026}'
         ) {
-            if c == '?' {
-                cur.question = true;
-            }
             if !cur.words.is_empty() {
+                cur.question = c == '?';
                 out.push(finish(std::mem::take(&mut cur)));
-            } else if c != '?' {
-                cur.question = false;
             }
             comma = false;
         }
@@ -85,11 +81,11 @@ pub(super) fn finish(mut s: Sentence<'_>) -> Sentence<'_> {
     let mut i = 0;
     while i < s.words.len() {
         let w = s.words[i];
-        let pair = s.words.get(i + 1).is_some_and(|n| {
-            FILLER_PAIRS.contains(&(w.text, n.text))
-            // "I mean no smoke" is a filler, "what I mean" is not worth
-            // telling apart; "don't know" is never "you know".
-        });
+        // "you know", "I mean", "kind of": never "don't know".
+        let pair = s
+            .words
+            .get(i + 1)
+            .is_some_and(|n| FILLER_PAIRS.contains(&(w.text, n.text)));
         if pair {
             carry_comma |= w.after_comma;
             i += 2;
