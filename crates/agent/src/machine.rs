@@ -20,7 +20,8 @@ use crate::tools;
 use crate::validate::{
     classify_intent, detect_callback_request, detect_high_ticket, extract_zip, is_service_area,
     is_wrap_up, manage_request, names_a_time, non_service_callback_type, safety_answer,
-    validate_address, validate_name, validate_zip, Intent, ManageRequest, SafetyAnswer,
+    validate_address, validate_name, validate_zip, zip_correction, Intent, ManageRequest,
+    SafetyAnswer,
 };
 use serde_json::Value;
 
@@ -163,6 +164,20 @@ impl StateMachine {
                 needs_llm: false,
             };
         }
+        if matches!(
+            s.state,
+            State::Discovery | State::Urgency | State::PreConfirm
+        ) {
+            self.correct_zip(s, text);
+            if matches!(s.state, State::Urgency | State::PreConfirm)
+                && !is_service_area(&s.zip_code, &self.profile)
+                && !s.zip_code.is_empty()
+            {
+                // The corrected ZIP is outside the area: no booking.
+                transition(s, State::Callback, Why::Rule);
+                return Action::llm();
+            }
+        }
         match s.state {
             State::Welcome => self.welcome(s, text),
             State::NonService => non_service(s, text),
@@ -202,9 +217,21 @@ impl StateMachine {
         Action::tool(Tool::LookupCaller, false)
     }
 
+    /// A caller who corrects the ZIP later in the call ("actually my zip is
+    /// 78702") replaces the one taken in `service_area`.
+    fn correct_zip(&self, s: &mut Session, text: &str) {
+        if let Some(zip) = zip_correction(text, &s.zip_code) {
+            tracing::debug!(old = %s.zip_code, new = %zip, "ZIP corrected");
+            s.zip_code = zip;
+        }
+    }
+
     fn service_area(&self, s: &mut Session, text: &str) -> Action {
-        if s.zip_code.is_empty() {
-            s.zip_code = validate_zip(&extract_zip(text));
+        // What the caller says now wins over a ZIP on file (a returning
+        // caller calling about another house).
+        let said = validate_zip(&extract_zip(text));
+        if !said.is_empty() {
+            s.zip_code = said;
         }
         if !s.zip_code.is_empty() {
             let next = if is_service_area(&s.zip_code, &self.profile) {
@@ -533,6 +560,39 @@ mod tests {
     fn illegal_transition_is_caught() {
         let mut s = at(State::Confirm);
         transition(&mut s, State::Welcome, Why::Rule);
+    }
+
+    #[test]
+    fn the_zip_said_in_service_area_wins_over_the_one_on_file() {
+        let m = sm();
+        let mut s = at(State::ServiceArea);
+        s.zip_code = "90210".into(); // from lookup
+        m.process(&mut s, "we're at our other house, zip 78745");
+        assert_eq!(s.zip_code, "78745");
+        assert_eq!(s.state, State::Discovery);
+    }
+
+    #[test]
+    fn a_later_zip_correction_replaces_the_zip() {
+        let m = sm();
+        let mut s = at(State::ServiceArea);
+        m.process(&mut s, "78701");
+        assert_eq!(s.state, State::Discovery);
+        m.process(&mut s, "oh sorry, my zip is actually 78745");
+        assert_eq!(s.zip_code, "78745");
+        // A house number in discovery is no correction.
+        m.process(&mut s, "it's 12345 Oak Hollow Drive");
+        assert_eq!(s.zip_code, "78745");
+    }
+
+    #[test]
+    fn a_correction_to_a_zip_outside_the_area_ends_in_a_callback() {
+        let m = sm();
+        let mut s = at(State::Urgency);
+        s.zip_code = "78701".into();
+        m.process(&mut s, "wait, I gave you the wrong zip, it's 90210");
+        assert_eq!(s.zip_code, "90210");
+        assert_eq!(s.state, State::Callback);
     }
 
     #[test]

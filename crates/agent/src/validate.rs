@@ -216,11 +216,31 @@ pub(crate) fn tokenize(text: &str) -> Vec<Tok<'_>> {
 // ZIP extraction (D-12, D-13)
 // ---------------------------------------------------------------------------
 
-/// A ZIP candidate: token index where it starts and its digits.
+/// A ZIP candidate: token index where it starts, its digits, and whether
+/// it was written as digits ("78702") rather than spoken ("seven eight …").
 struct ZipCandidate {
     start: usize,
     zip: String,
+    written: bool,
 }
+
+/// Words after which the caller corrects what they said ("actually it's
+/// 78702", "sorry, I mean …", "no wait, …").
+const ZIP_CORRECTIONS: &[&str] = &[
+    "actually",
+    "sorry",
+    "mean",
+    "meant",
+    "correction",
+    "wait",
+    "rather",
+    "instead",
+    "scratch",
+    "oops",
+    "wrong",
+];
+/// Words right before a candidate that reject it ("not seven eight …").
+const ZIP_REJECTIONS: &[&str] = &["not", "isn't", "isnt", "wasn't", "wasnt"];
 
 fn run_candidates(toks: &[Tok<'_>], run: &[usize], out: &mut Vec<ZipCandidate>) {
     if run.is_empty() || run.iter().all(|&i| is_lone_o(toks[i].text)) {
@@ -231,11 +251,16 @@ fn run_candidates(toks: &[Tok<'_>], run: &[usize], out: &mut Vec<ZipCandidate>) 
             .filter_map(|&i| digit_form(toks[i].text))
             .collect()
     };
+    let written = |idx: &[usize]| {
+        idx.iter()
+            .all(|&i| toks[i].text.as_bytes()[0].is_ascii_digit())
+    };
     let all = digits_of(run);
     if all.len() == 5 {
         out.push(ZipCandidate {
             start: run[0],
             zip: all,
+            written: written(run),
         });
         return;
     }
@@ -247,6 +272,7 @@ fn run_candidates(toks: &[Tok<'_>], run: &[usize], out: &mut Vec<ZipCandidate>) 
             out.push(ZipCandidate {
                 start: run[lead],
                 zip: rest,
+                written: written(&run[lead..]),
             });
             return;
         }
@@ -258,6 +284,7 @@ fn run_candidates(toks: &[Tok<'_>], run: &[usize], out: &mut Vec<ZipCandidate>) 
             out.push(ZipCandidate {
                 start: i,
                 zip: t.to_string(),
+                written: true,
             });
         }
     }
@@ -266,8 +293,17 @@ fn run_candidates(toks: &[Tok<'_>], run: &[usize], out: &mut Vec<ZipCandidate>) 
 /// D-12: the ZIP the service-area step takes from a caller utterance: a run
 /// of consecutive digit tokens (spoken number words, "oh", written digits;
 /// separated only by spaces, commas or hyphens) that makes exactly five
-/// digits, preferring the first one after the word "zip"; otherwise the only
-/// (or, with several, the last — house numbers come first) candidate.
+/// digits. Among several candidates, in this order:
+///
+/// 1. a candidate right after "not" is rejected ("78702, not seven eight
+///    seven zero one");
+/// 2. a correction wins: only candidates after the last "actually", "sorry",
+///    "I mean", "wait", … count ("78701, actually 78702");
+/// 3. the first candidate after the word "zip" (house numbers come before
+///    it);
+/// 4. a written five-digit number wins over spoken digit words;
+/// 5. otherwise the last one (house numbers come first).
+///
 /// "" if there is none.
 pub fn extract_zip(text: &str) -> String {
     let lower = lowercase(text);
@@ -287,8 +323,20 @@ pub fn extract_zip(text: &str) -> String {
         }
     }
     run_candidates(&toks, &run, &mut cands);
-    if cands.is_empty() {
-        return String::new();
+    cands.retain(|c| {
+        !c.start
+            .checked_sub(1)
+            .is_some_and(|p| ZIP_REJECTIONS.contains(&toks[p].text))
+    });
+    // Keep only the candidates that pass `keep`, unless none would.
+    let narrow = |cands: &mut Vec<ZipCandidate>, keep: &dyn Fn(&ZipCandidate) -> bool| {
+        if cands.iter().any(keep) {
+            cands.retain(keep);
+        }
+    };
+    let correction = toks.iter().rposition(|t| ZIP_CORRECTIONS.contains(&t.text));
+    if let Some(c) = correction {
+        narrow(&mut cands, &|z| z.start > c);
     }
     let zip_word = toks
         .iter()
@@ -298,7 +346,24 @@ pub fn extract_zip(text: &str) -> String {
             return cands.swap_remove(pos).zip;
         }
     }
+    narrow(&mut cands, &|z| z.written);
     cands.pop().map(|c| c.zip).unwrap_or_default()
+}
+
+/// A later utterance that corrects the ZIP ("actually my zip is 78702",
+/// "sorry, it's 78610, not 78701"): the new ZIP when the utterance names the
+/// ZIP or corrects itself and holds a valid ZIP different from `current`.
+/// A plain five-digit number without such words (a house number being
+/// dictated) is no correction.
+pub fn zip_correction(text: &str, current: &str) -> Option<String> {
+    let t = LowerText::new(text);
+    let cued =
+        t.matches_any(&["zip", "zipcode", "zip code", "postal"]) || t.matches_any(ZIP_CORRECTIONS);
+    if !cued {
+        return None;
+    }
+    let zip = validate_zip(&extract_zip(text));
+    (!zip.is_empty() && zip != current).then_some(zip)
 }
 
 // ---------------------------------------------------------------------------
@@ -707,6 +772,51 @@ mod tests {
         assert_eq!(words_to_digits("someone"), "");
         assert_eq!(words_to_digits("SEVEN,eight-9"), "789");
         assert_eq!(words_to_digits("é7🔥٣"), "7");
+    }
+
+    #[test]
+    fn a_written_zip_wins_and_a_correction_replaces() {
+        for (input, want) in [
+            // A written ZIP wins over spoken digit words.
+            ("it's 78702, not seven eight seven zero one", "78702"),
+            ("seven eight seven zero one, or 78702 on the mail", "78702"),
+            ("78702 seven eight seven zero one", "78702"),
+            // "not" rejects what follows it, written or spoken.
+            ("not 78701, it's 78702", "78702"),
+            (
+                "seven eight seven four five not seven eight seven zero one",
+                "78745",
+            ),
+            ("it isn't 78701", ""),
+            // A correction replaces what came before it.
+            ("78701, actually it's 78702", "78702"),
+            (
+                "seven eight seven zero one, sorry, I mean seven eight seven zero two",
+                "78702",
+            ),
+            ("78701 no wait 78745", "78745"),
+            ("zip 78701, oops, 78702", "78702"),
+            ("actually it's 78702, not 78701", "78702"),
+            // Still: after "zip" beats an earlier written house number.
+            ("12345 Main Street, zip seven eight seven zero one", "78701"),
+        ] {
+            assert_eq!(extract_zip(input), want, "{input:?}");
+        }
+    }
+
+    #[test]
+    fn later_zip_corrections() {
+        assert_eq!(
+            zip_correction("actually my zip is 78702", "78701").as_deref(),
+            Some("78702")
+        );
+        assert_eq!(
+            zip_correction("sorry, it's seven eight six one zero", "78701").as_deref(),
+            Some("78610")
+        );
+        assert_eq!(zip_correction("zip is 78701", "78701"), None); // the same
+        assert_eq!(zip_correction("it's 12345 Oak Lane", "78701"), None); // a house number
+        assert_eq!(zip_correction("actually it's Oak Lane", "78701"), None); // no ZIP
     }
 
     #[test]
