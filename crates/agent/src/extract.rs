@@ -231,6 +231,18 @@ struct Tok {
 fn tokenize(text: &str) -> Vec<Tok> {
     let mut out: Vec<Tok> = Vec::new();
     for piece in text.split_whitespace() {
+        // "#5" (a unit number) is two words: "#" and "5".
+        let piece = match piece.strip_prefix('#') {
+            Some(rest) if rest.starts_with(|c: char| c.is_ascii_alphanumeric()) => {
+                out.push(Tok {
+                    raw: "#".into(),
+                    low: "#".into(),
+                    ends_clause: false,
+                });
+                rest
+            }
+            _ => piece,
+        };
         let trimmed_end = piece.trim_end_matches(['"', '\'', ')', '’', '”']);
         let ends_clause = trimmed_end.ends_with(['.', ',', ';', '!', '?', ':', '…']);
         let raw = piece.trim_matches(|c: char| !c.is_alphanumeric());
@@ -991,19 +1003,12 @@ fn address_at(toks: &[&Tok], i: usize) -> Result<(String, usize), usize> {
     if number.is_empty() || number.len() > 6 {
         return Err(resume);
     }
-    let mut names: Vec<String> = Vec::new();
+    // Street words up to the last suffix: "Oak Hollow Drive" keeps "Drive"
+    // although "Hollow" is a suffix too.
+    let mut words: Vec<String> = Vec::new();
+    let mut street_end = None;
     let mut k = j;
     while let Some(t) = toks.get(k) {
-        if STREET_SUFFIXES.contains(&t.low.as_str()) && !names.is_empty() {
-            let mut addr = number.clone();
-            for n in &names {
-                addr.push(' ');
-                addr.push_str(n);
-            }
-            addr.push(' ');
-            addr.push_str(&capitalize(&t.raw));
-            return Ok((addr, k + 1));
-        }
         let ordinal = t.low.len() <= 6
             && t.low.chars().next().is_some_and(|c| c.is_ascii_digit())
             && ["st", "nd", "rd", "th"].iter().any(|s| t.low.ends_with(s));
@@ -1011,24 +1016,95 @@ fn address_at(toks: &[&Tok], i: usize) -> Result<(String, usize), usize> {
             .low
             .chars()
             .all(|c| c.is_alphabetic() || c == '\'' || c == '-');
-        if names.len() >= 4 || ADDRESS_STOP.contains(&t.low.as_str()) || !(wordy || ordinal) {
-            return Err(resume);
+        if words.len() >= 6 || ADDRESS_STOP.contains(&t.low.as_str()) || !(wordy || ordinal) {
+            break;
         }
-        names.push(if ordinal {
+        words.push(if ordinal {
             t.low.clone()
         } else {
             capitalize(&t.raw)
         });
-        if t.ends_clause
-            && !toks
-                .get(k + 1)
-                .is_some_and(|n| STREET_SUFFIXES.contains(&n.low.as_str()))
-        {
-            return Err(resume);
-        }
         k += 1;
+        if words.len() > 1 && STREET_SUFFIXES.contains(&t.low.as_str()) {
+            street_end = Some((words.len(), k));
+        }
+        if t.ends_clause {
+            break;
+        }
     }
-    Err(resume)
+    let Some((n, after)) = street_end else {
+        return Err(resume);
+    };
+    let mut addr = number;
+    for w in &words[..n] {
+        addr.push(' ');
+        addr.push_str(w);
+    }
+    match unit_at(toks, after) {
+        Some((unit, next)) => {
+            addr.push_str(", ");
+            addr.push_str(&unit);
+            Ok((addr, next))
+        }
+        None => Ok((addr, after)),
+    }
+}
+
+/// Words that introduce an apartment or unit number after a street.
+const UNIT_WORDS: &[&str] = &[
+    "apartment",
+    "apt",
+    "unit",
+    "suite",
+    "ste",
+    "building",
+    "bldg",
+    "lot",
+    "space",
+    "number",
+    "#",
+];
+
+/// "apartment 4B", "unit twelve", "suite 200", "apt. b" at `i`: the unit as
+/// the caller said it (letters upper-cased) and the index after it.
+fn unit_at(toks: &[&Tok], i: usize) -> Option<(String, usize)> {
+    let word = toks.get(i)?;
+    if !UNIT_WORDS.contains(&word.low.as_str()) {
+        return None;
+    }
+    let value = toks.get(i + 1)?;
+    let short_code = value.low.len() <= 5
+        && value.low.chars().all(|c| c.is_ascii_alphanumeric())
+        && (value.low.chars().any(|c| c.is_ascii_digit()) || value.low.len() == 1);
+    let (label, next) = if short_code {
+        (value.raw.to_uppercase(), i + 2)
+    } else {
+        // A spoken number ("unit twelve", "apartment four b").
+        let mut groups = Vec::new();
+        let mut k = i + 1;
+        while toks
+            .get(k)
+            .is_some_and(|t| push_number_word(&mut groups, &t.low))
+        {
+            k += 1;
+        }
+        if groups.is_empty() || groups.iter().all(|g| g.is_oh) {
+            return None;
+        }
+        let mut label: String = groups.iter().map(Group::render).collect();
+        if let Some(letter) = toks
+            .get(k)
+            .filter(|t| t.low.len() == 1 && t.low.chars().all(|c| c.is_ascii_alphabetic()))
+        {
+            label.push_str(&letter.raw.to_uppercase());
+            k += 1;
+        }
+        (label, k)
+    };
+    if word.low == "#" {
+        return Some((format!("#{label}"), next));
+    }
+    Some((format!("{} {label}", capitalize(&word.raw)), next))
 }
 
 /// Whether a word continues a spoken number.
@@ -2034,6 +2110,62 @@ mod tests {
             a(&["123 Oak Street", "sorry, actually it's 456 Elm Avenue"]),
             "456 Elm Avenue"
         );
+    }
+
+    /// Issue 9, item 4: the address keeps what the caller said — the whole
+    /// street name with its suffix, and the apartment or unit.
+    #[test]
+    fn addresses_keep_suffix_and_unit() {
+        let a = |l: &[&str]| heuristic_extract(&user(l)).service_address;
+        for (said, want) in [
+            ("1207 Oak Hollow Drive", "1207 Oak Hollow Drive"),
+            ("I'm at 1207 Oak Hollow Drive", "1207 Oak Hollow Drive"),
+            ("1207 Oak Hollow Dr. in Austin", "1207 Oak Hollow Dr"),
+            (
+                "my address is twelve oh seven oak hollow drive",
+                "1207 Oak Hollow Drive",
+            ),
+            (
+                "it's 4500 Bluebonnet Ln apt 12",
+                "4500 Bluebonnet Ln, Apt 12",
+            ),
+            (
+                "the address is 88 Pecan Court, unit B",
+                "88 Pecan Court, Unit B",
+            ),
+            (
+                "1207 Oak Hollow Drive apartment 4b, zip 78745",
+                "1207 Oak Hollow Drive, Apartment 4B",
+            ),
+            (
+                "300 Congress Avenue suite 200",
+                "300 Congress Avenue, Suite 200",
+            ),
+            ("42 Indian Run Court", "42 Indian Run Court"),
+            ("915 Pecan Point Trail", "915 Pecan Point Trail"),
+            ("7 Ridge Road", "7 Ridge Road"),
+            ("2100 Hollow Ridge Road", "2100 Hollow Ridge Road"),
+            ("5 Mesa Verde Circle", "5 Mesa Verde Circle"),
+            (
+                "118 Barton Springs Parkway unit twelve",
+                "118 Barton Springs Parkway, Unit 12",
+            ),
+            ("2 Elm Way #5", "2 Elm Way, #5"),
+            (
+                "44 Stone Creek Pass apartment four b",
+                "44 Stone Creek Pass, Apartment 4B",
+            ),
+            (
+                "900 Shoal Creek Blvd and my name is Dana",
+                "900 Shoal Creek Blvd",
+            ),
+            (
+                "1207 Oak Hollow Drive Austin Texas",
+                "1207 Oak Hollow Drive",
+            ),
+        ] {
+            assert_eq!(a(&[said]), want, "{said:?}");
+        }
     }
 
     #[test]

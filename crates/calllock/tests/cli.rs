@@ -340,34 +340,51 @@ fn voice_runs_the_real_time_pipeline_on_the_console() {
 #[test]
 fn chat_books_a_call_typed_by_a_person() {
     let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("chat.db");
+    let (stdout, _) = chat_typed(
+        &dir.path().join("chat.db"),
+        &[
+            "my AC stopped cooling",
+            "",
+            "no, nothing like that",
+            "78745",
+            "My name is Dana Fields",
+            "It's 4329 Franklin Street",
+            "no that's all",
+            "as soon as possible",
+            "yes that's right",
+            "thanks, bye",
+        ],
+        &[],
+    );
+    assert!(stdout.contains("Agent [welcome] (greeting)"), "{stdout}");
+    assert!(stdout.contains("[confirm]"), "{stdout}");
+    assert!(
+        stdout.contains("final state confirm, end_call_reason completed, booking confirmed"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("agent hung up"), "{stdout}");
+}
+
+/// Type `lines` into `calllock chat` as a person would (a pause before each
+/// line), wait for the hang-up, and return stdout and stderr. Panics if the
+/// process fails.
+fn chat_typed(db: &Path, lines: &[&str], env: &[(&str, &str)]) -> (String, String) {
     let mut child = bin()
         .arg("--db")
-        .arg(&db)
+        .arg(db)
         .arg("chat")
         // Speed up the clock-bound parts; the timers are still real.
         .env("CALLLOCK_BUFFER_DEBOUNCE_S", "0.1")
         .env("CALLLOCK_LLM_LATENCY_S", "0")
         .env("CALLLOCK_TOOL_LATENCY_S", "0")
         .env("CALLLOCK_SPEECH_CHARS_PER_S", "5000")
+        .envs(env.iter().copied())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
     let mut stdin = child.stdin.take().unwrap();
-    let lines = [
-        "my AC stopped cooling",
-        "",
-        "no, nothing like that",
-        "78745",
-        "My name is Dana Fields",
-        "It's 4329 Franklin Street",
-        "no that's all",
-        "as soon as possible",
-        "yes that's right",
-        "thanks, bye",
-    ];
     for l in lines {
         std::thread::sleep(Duration::from_millis(350));
         writeln!(stdin, "{l}").unwrap();
@@ -376,15 +393,61 @@ fn chat_books_a_call_typed_by_a_person() {
     std::thread::sleep(Duration::from_millis(2000));
     drop(stdin); // Ctrl-D (the agent has hung up by now)
     let out = child.wait_with_output().unwrap();
-    let stdout = text(&out.stdout);
-    assert!(out.status.success(), "{stdout}\n{}", text(&out.stderr));
-    assert!(stdout.contains("Agent [welcome] (greeting)"), "{stdout}");
-    assert!(stdout.contains("[confirm]"), "{stdout}");
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    (stdout, stderr)
+}
+
+/// Issue 9, item 4: the read-back names the whole street address — suffix
+/// and apartment — as the caller said it, and the booking carries it.
+#[test]
+fn chat_reads_back_the_whole_street_address() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("chat.db");
+    let (stdout, _) = chat_typed(
+        &db,
+        &[
+            "my AC stopped cooling",
+            "",
+            "no, nothing like that",
+            "78745",
+            "My name is Dana Fields",
+            "I'm at 1207 Oak Hollow Drive, apartment 4B",
+            "no that's all",
+            "as soon as possible",
+            "yes that's right",
+            "thanks, bye",
+        ],
+        &[],
+    );
+    let read_back = stdout
+        .lines()
+        .find(|l| l.contains("Let me make sure I have this right"))
+        .unwrap_or_else(|| panic!("no read-back line:\n{stdout}"));
+    assert!(
+        read_back.contains("at 1207 Oak Hollow Drive, Apartment 4B"),
+        "{read_back}"
+    );
     assert!(
         stdout.contains("final state confirm, end_call_reason completed, booking confirmed"),
         "{stdout}"
     );
-    assert!(stdout.contains("agent hung up"), "{stdout}");
+    let list = text(&run(bin().arg("--db").arg(&db).arg("calls")).stdout);
+    let id = list
+        .lines()
+        .find(|l| l.contains("chat-"))
+        .and_then(|l| l.split_whitespace().next())
+        .unwrap_or_else(|| panic!("the call is listed: {list}"))
+        .to_string();
+    let out = run(bin()
+        .arg("--db")
+        .arg(&db)
+        .args(["calls", "show", &id, "--json"]));
+    let rec: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        rec["session"]["service_address"], "1207 Oak Hollow Drive, Apartment 4B",
+        "the saved call keeps the address: {rec}"
+    );
 }
 
 #[test]
