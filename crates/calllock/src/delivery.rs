@@ -179,7 +179,7 @@ impl PostCall {
         // §7.9: the transcript dump as chunked log lines.
         let dump_lines = transcript_dump_lines(outcome);
         for line in &dump_lines {
-            tracing::info!(target: "calllock::transcript", "{line}");
+            tracing::info!(target: crate::logging::TRANSCRIPT_TARGET, "{line}");
         }
         if let Err(e) = self.store.mark_postcall_done(&call_id).await {
             tracing::error!(call_id, error = %e, "cannot mark post-call processing done");
@@ -408,16 +408,11 @@ pub fn transcript_dump(outcome: &Outcome) -> Value {
     dump
 }
 
-/// The §7.9 dump of a finished call as `TRANSCRIPT_DUMP|i/n|JSON` lines.
+/// The §7.9 dump of a finished call as `TRANSCRIPT_DUMP|i/n|JSON` lines
+/// (at most 3,500 bytes of JSON each; the first carries call_sid, phone and
+/// final_state).
 pub fn transcript_dump_lines(outcome: &Outcome) -> Vec<String> {
-    let dump = transcript_dump(outcome);
-    let chunks = chunk_transcript_dump(&dump, 3500);
-    let n = chunks.len();
-    chunks
-        .into_iter()
-        .enumerate()
-        .map(|(i, c)| format!("TRANSCRIPT_DUMP|{}/{n}|{c}", i + 1))
-        .collect()
+    chunk_transcript_dump(&transcript_dump(outcome), 3500)
 }
 
 /// What one pass of the outbox worker did.
@@ -627,5 +622,56 @@ mod tests {
         assert_eq!(d, vec![5.0, 10.0, 20.0, 40.0, 80.0, 160.0, 300.0, 300.0]);
         assert_eq!(b.delay_s(0), 5.0);
         assert_eq!(b.delay_s(i64::MAX), 300.0);
+    }
+
+    /// SPEC §7.9: `TRANSCRIPT_DUMP|i/n|JSON`, one prefix per line, the
+    /// header in chunk 1 (even with an empty phone), every entry once.
+    #[test]
+    fn dump_lines_carry_one_prefix_and_the_header_first() {
+        use agent::session::TranscriptEntry;
+        use agent::State;
+        let mut session = agent::Session::new("");
+        session.call_sid = "CA123".into();
+        session.state = State::Confirm;
+        for i in 0..60 {
+            let line = format!("caller line {i} with some words to make the chunks fill up");
+            session.transcript_log.push(TranscriptEntry::user(
+                line,
+                100.0 + i as f64,
+                State::Discovery,
+            ));
+        }
+        let outcome = Outcome {
+            session,
+            ended_by: crate::sim::EndedBy::Caller,
+            start_time: 100.0,
+            end_time: 200.0,
+            tools: Vec::new(),
+        };
+        let lines = transcript_dump_lines(&outcome);
+        assert!(lines.len() > 1, "60 entries take several chunks");
+        let n = lines.len();
+        let mut entries = 0;
+        for (i, line) in lines.iter().enumerate() {
+            let rest = line
+                .strip_prefix(&format!("TRANSCRIPT_DUMP|{}/{n}|", i + 1))
+                .unwrap_or_else(|| panic!("line {i}: {line}"));
+            assert!(!rest.contains("TRANSCRIPT_DUMP"), "one prefix: {line}");
+            assert!(rest.len() <= 3500 + 200, "{}", rest.len());
+            let v: Value = serde_json::from_str(rest).expect("JSON after the prefix");
+            if i == 0 {
+                assert_eq!(v["call_sid"], "CA123");
+                assert_eq!(v["phone"], "");
+                assert_eq!(v["final_state"], "confirm");
+                assert_eq!(v["duration_s"], 100.0);
+            } else {
+                assert!(v.get("call_sid").is_none());
+            }
+            entries += v["entries"].as_array().unwrap().len();
+        }
+        assert_eq!(entries, 60);
+        let back = agent::transcript::parse_transcript_dump_lines(&lines, Some("CA123"));
+        assert_eq!(back.len(), 1);
+        assert_eq!(back[0]["entries"].as_array().unwrap().len(), 60);
     }
 }

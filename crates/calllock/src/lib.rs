@@ -10,6 +10,7 @@ pub mod demo;
 pub mod display;
 pub mod harness;
 pub mod journal;
+pub mod logging;
 pub mod ops;
 pub mod record;
 pub mod script;

@@ -189,11 +189,18 @@ enum CallsCommand {
 
 fn main() {
     let cli = Cli::parse();
-    let filter = std::env::var("CALLLOCK_LOG").unwrap_or_else(|_| "warn".into());
+    let (filter, warning) =
+        calllock::logging::env_filter(std::env::var("CALLLOCK_LOG").ok().as_deref());
     tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
+        .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        // Colour only for a person at a terminal: log collectors get plain
+        // lines (a TRANSCRIPT_DUMP reader must find its JSON intact).
+        .with_ansi(std::io::stderr().is_terminal())
         .init();
+    if let Some(w) = warning {
+        eprintln!("{w}");
+    }
     let rt = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

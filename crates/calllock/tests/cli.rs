@@ -370,6 +370,7 @@ fn chat_books_a_call_typed_by_a_person() {
 /// process fails.
 fn chat_typed(db: &Path, lines: &[&str], env: &[(&str, &str)]) -> (String, String) {
     let mut child = bin()
+        .env_remove("CALLLOCK_LOG")
         .arg("--db")
         .arg(db)
         .arg("chat")
@@ -466,4 +467,48 @@ fn bad_config_lists_every_problem() {
     }
     let out = run(bin().args(["config", "--example"]));
     assert!(text(&out.stdout).contains("[business]"));
+}
+
+/// Issue 9, item 5: the post-call transcript dump (SPEC §7.9) reaches the
+/// log whatever `CALLLOCK_LOG` says, with call_sid, phone and final_state
+/// in its first chunk.
+#[test]
+fn chat_always_logs_the_transcript_dump() {
+    let dir = tempfile::tempdir().unwrap();
+    for log in [None, Some("off"), Some("error")] {
+        let env: Vec<(&str, &str)> = log.map(|l| ("CALLLOCK_LOG", l)).into_iter().collect();
+        let db = dir
+            .path()
+            .join(format!("dump-{}.db", log.unwrap_or("unset")));
+        let (stdout, stderr) = chat_typed(
+            &db,
+            &["my AC stopped cooling", "", "I smell gas", "okay bye"],
+            &env,
+        );
+        let lines: Vec<String> = stderr.lines().map(String::from).collect();
+        assert!(
+            lines.iter().any(|l| l.contains("TRANSCRIPT_DUMP|1/")),
+            "CALLLOCK_LOG={log:?}: no dump on stderr:\n{stderr}"
+        );
+        // Read back the way an operator's log reader does (SPEC §7.9).
+        let dumps = agent::transcript::parse_transcript_dump_lines(&lines, None);
+        assert_eq!(dumps.len(), 1, "one call, one dump: {stderr}");
+        let dump = &dumps[0];
+        assert!(
+            dump["call_sid"]
+                .as_str()
+                .is_some_and(|s| s.starts_with("chat-")),
+            "{dump}"
+        );
+        assert!(dump["phone"].is_string(), "{dump}");
+        assert_eq!(dump["final_state"], "safety_exit", "{dump}");
+        assert!(
+            dump["entries"].as_array().is_some_and(|e| !e.is_empty()),
+            "{dump}"
+        );
+        assert!(
+            stdout.contains(dump["call_sid"].as_str().unwrap()),
+            "{stdout}"
+        );
+    }
 }

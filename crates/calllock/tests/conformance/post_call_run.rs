@@ -172,12 +172,19 @@ async fn run_async(case: &Value) -> R {
             ));
         }
     }
-    let first_dump = report
-        .dump_lines
-        .first()
-        .and_then(|l| l.splitn(3, '|').nth(2))
-        .and_then(|j| serde_json::from_str::<Value>(j).ok())
-        .unwrap_or(Value::Null);
+    // Exactly `TRANSCRIPT_DUMP|1/n|JSON` (SPEC §7.9).
+    let first_dump = match report.dump_lines.first() {
+        None => Value::Null,
+        Some(l) => {
+            let json = l
+                .strip_prefix("TRANSCRIPT_DUMP|1/")
+                .and_then(|r| r.split_once('|'))
+                .map(|(_, j)| j)
+                .ok_or_else(|| format!("dump line 1 is not TRANSCRIPT_DUMP|1/n|JSON: {l}"))?;
+            serde_json::from_str::<Value>(json)
+                .map_err(|e| format!("dump line 1 is not JSON after its prefix ({e}): {l}"))?
+        }
+    };
     if let Some(sub) = e.get("dump_first_subset") {
         check_subset("dump_first_subset", sub, &first_dump)?;
     }

@@ -1,0 +1,122 @@
+//! Log output of the `calllock` binary.
+//!
+//! `CALLLOCK_LOG` takes a `tracing` filter (`warn` by default; e.g. `info`,
+//! `calllock=debug,providers=info`, `off`). Whatever it says, the post-call
+//! transcript dump (SPEC §7.9: `TRANSCRIPT_DUMP|i/n|{call_sid, phone,
+//! final_state, entries…}` lines on target [`TRANSCRIPT_TARGET`]) is always
+//! written: it is how an operator reads a call back from a server's logs,
+//! so no filter may silence it.
+
+use tracing_subscriber::filter::{Directive, EnvFilter};
+
+/// The `tracing` target of the transcript dump lines.
+pub const TRANSCRIPT_TARGET: &str = "calllock::transcript";
+
+/// The filter for `spec` (the value of `CALLLOCK_LOG`, `None` when unset),
+/// and a warning to print when `spec` could not be read whole.
+pub fn env_filter(spec: Option<&str>) -> (EnvFilter, Option<String>) {
+    let mut filter = EnvFilter::new("warn");
+    let mut bad = Vec::new();
+    for part in spec.unwrap_or("warn").split(',').map(str::trim) {
+        if part.is_empty() || part.starts_with(TRANSCRIPT_TARGET) {
+            // Ours below wins over anything said about the dump.
+            continue;
+        }
+        match part.parse::<Directive>() {
+            Ok(d) => filter = filter.add_directive(d),
+            Err(_) => bad.push(part.to_string()),
+        }
+    }
+    let dump: Directive = format!("{TRANSCRIPT_TARGET}=info")
+        .parse()
+        .expect("a valid directive");
+    let warning = (!bad.is_empty()).then(|| {
+        format!(
+            "warning: CALLLOCK_LOG: ignored {} (expected e.g. `info` or `calllock=debug,providers=warn`)",
+            bad.join(", ")
+        )
+    });
+    (filter.add_directive(dump), warning)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+    use std::sync::{Arc, Mutex};
+    use tracing_subscriber::fmt::MakeWriter;
+
+    #[derive(Clone, Default)]
+    struct Captured(Arc<Mutex<Vec<u8>>>);
+
+    impl Write for Captured {
+        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(b);
+            Ok(b.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    impl<'a> MakeWriter<'a> for Captured {
+        type Writer = Captured;
+        fn make_writer(&'a self) -> Captured {
+            self.clone()
+        }
+    }
+
+    /// What reaches the log under `spec`.
+    fn logged(spec: Option<&str>) -> String {
+        let out = Captured::default();
+        let (filter, _) = env_filter(spec);
+        let subscriber = tracing_subscriber::fmt()
+            .with_env_filter(filter)
+            .with_writer(out.clone())
+            .finish();
+        tracing::subscriber::with_default(subscriber, || {
+            tracing::info!(target: "calllock::transcript", "TRANSCRIPT_DUMP|1/1|{{}}");
+            tracing::info!(target: "calllock::delivery", "an info line");
+            tracing::warn!(target: "calllock::delivery", "a warning");
+        });
+        let bytes = out.0.lock().unwrap().clone();
+        String::from_utf8(bytes).unwrap()
+    }
+
+    #[test]
+    fn the_dump_is_written_whatever_the_filter_says() {
+        for spec in [
+            None,
+            Some("off"),
+            Some("error"),
+            Some("warn"),
+            Some("calllock=off"),
+            Some("calllock::transcript=off"),
+            Some("off,calllock::transcript=error"),
+            Some("not a filter!!"),
+        ] {
+            let log = logged(spec);
+            assert!(log.contains("TRANSCRIPT_DUMP|1/1|"), "{spec:?}: {log:?}");
+        }
+    }
+
+    #[test]
+    fn the_rest_follows_the_filter() {
+        let log = logged(None);
+        assert!(
+            log.contains("a warning") && !log.contains("an info line"),
+            "{log}"
+        );
+        let log = logged(Some("off"));
+        assert!(!log.contains("a warning"), "{log}");
+        let log = logged(Some("info"));
+        assert!(log.contains("an info line"), "{log}");
+    }
+
+    #[test]
+    fn a_bad_filter_is_reported_not_fatal() {
+        let (_, warning) = env_filter(Some("info,=[bad"));
+        assert!(warning.unwrap().contains("=[bad"));
+        assert!(env_filter(Some("info")).1.is_none());
+    }
+}
