@@ -105,11 +105,11 @@ pub enum Input {
     ScopedReply {
         text: Option<String>,
     },
-    /// The LLM produced this assistant message (it enters the context; it is
-    /// logged as an agent line at the next capture).
-    AssistantMessage {
-        text: String,
-    },
+    /// A message the LLM side added to the context: usually the assistant's
+    /// reply (logged as an agent line at the next capture), but any role
+    /// enters the context as given; only assistant messages become agent
+    /// lines.
+    ContextMessage(ChatMessage),
     /// Log assistant messages added since the last capture as agent lines.
     CaptureAgentResponses,
     /// The caller cut off the agent line `said`; they heard `heard` (may be
@@ -365,10 +365,7 @@ impl<P: Policy> Engine<P> {
             }
             Input::ToolResult { result } => self.tool_result(result, now, out),
             Input::ScopedReply { text } => self.scoped_reply(text, now, out),
-            Input::AssistantMessage { text } => self.context.push(ChatMessage {
-                role: ChatRole::Assistant,
-                content: text,
-            }),
+            Input::ContextMessage(m) => self.context.push(m),
             Input::CaptureAgentResponses | Input::FlushTranscript => self.capture(now),
             Input::AgentInterrupted { said, heard } => self.agent_interrupted(&said, &heard),
             Input::CallerSpeaking => {
@@ -988,6 +985,35 @@ mod tests {
         effects
             .iter()
             .any(|e| matches!(e, Effect::Speak { canned: c, .. } if *c == canned))
+    }
+
+    /// Any role enters the LLM context; only assistant messages become
+    /// agent lines at the capture.
+    #[test]
+    fn context_messages_of_any_role_enter_the_context() {
+        let mut e = engine_in(State::Discovery);
+        let before = e.llm_messages().len();
+        for m in [
+            ChatMessage::user("my AC is out"),
+            ChatMessage::system("note from the operator"),
+            ChatMessage {
+                role: ChatRole::Tool,
+                content: "{\"found\": false}".into(),
+            },
+            ChatMessage::assistant("Thanks, what's your name?"),
+        ] {
+            e.handle(Input::ContextMessage(m.clone()), 1.0);
+            assert_eq!(e.llm_messages().last(), Some(&m));
+        }
+        assert_eq!(e.llm_messages().len(), before + 4);
+        e.handle(Input::CaptureAgentResponses, 2.0);
+        let agent: Vec<_> = e
+            .session()
+            .transcript_log
+            .iter()
+            .filter_map(|t| t.content.clone())
+            .collect();
+        assert_eq!(agent, vec!["Thanks, what's your name?".to_string()]);
     }
 
     #[test]

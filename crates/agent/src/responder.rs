@@ -28,6 +28,11 @@ pub enum ChatRole {
     System,
     User,
     Assistant,
+    /// A backend tool's result as text. CallLock's tools are run by the
+    /// state machine, not requested by the model, so there is no
+    /// `tool_call_id` to answer: OpenAI-compatible clients send it as a
+    /// system message.
+    Tool,
 }
 
 /// One message of an LLM conversation.

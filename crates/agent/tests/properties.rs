@@ -19,6 +19,7 @@ use agent::extract::{apply_extraction, ExtractedFields};
 use agent::keywords::BOOKING_LANGUAGE;
 use agent::machine::{StateMachine, MAX_TURNS_PER_CALL, MAX_TURNS_PER_STATE};
 use agent::prompts::Canned;
+use agent::responder::ChatMessage;
 use agent::validate::{safety_answer, SafetyAnswer};
 use agent::{BusinessProfile, Session, State, Tool};
 use proptest::collection::vec;
@@ -1070,7 +1071,7 @@ impl Driver {
                 self.feed(Input::BotStoppedSpeaking)?;
             }
             EStep::Assistant(text) => {
-                self.feed(Input::AssistantMessage { text: text.clone() })?;
+                self.feed(Input::ContextMessage(ChatMessage::assistant(text.clone())))?;
                 self.feed(Input::CaptureAgentResponses)?;
             }
             EStep::Advance(dt) => self.advance(*dt)?,

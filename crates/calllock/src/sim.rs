@@ -16,7 +16,9 @@
 use agent::backend::{Backend, ToolCall};
 use agent::engine::{Effect, Engine, Input, Timer};
 use agent::prompts::Canned;
-use agent::responder::{collect_reply, ExtractionRequest, Responder, ScopedRequest, TurnRequest};
+use agent::responder::{
+    collect_reply, ChatMessage, ExtractionRequest, Responder, ScopedRequest, TurnRequest,
+};
 use agent::session::Session;
 use agent::state::{State, Tool};
 use serde_json::Value;
@@ -449,7 +451,7 @@ impl<'o> CallDriver<'o> {
                 if text.trim().is_empty() {
                     return;
                 }
-                self.feed(Input::AssistantMessage { text: text.clone() })
+                self.feed(Input::ContextMessage(ChatMessage::assistant(text.clone())))
                     .await;
                 self.feed(Input::CaptureAgentResponses).await;
                 let state = self.engine.state();

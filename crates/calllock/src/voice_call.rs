@@ -414,7 +414,10 @@ impl ConversationStage {
         if let Some(u) = self.utts.get_mut(&reply.id) {
             u.said = Some(text.clone());
         }
-        self.feed(Input::AssistantMessage { text: text.clone() }, ctx);
+        self.feed(
+            Input::ContextMessage(ChatMessage::assistant(text.clone())),
+            ctx,
+        );
         self.feed(Input::CaptureAgentResponses, ctx);
         if let Some(heard) = heard {
             // Cut off before the reply was complete: keep only what was heard.

@@ -33,10 +33,89 @@ fn main() {
         }
         return;
     }
-    let failed = run_all();
+    let broken = self_check();
+    let failed = run_all(broken);
     if failed > 0 {
         std::process::exit(1);
     }
+}
+
+// ---------------------------------------------------------------------------
+// Harness self-check
+
+/// Cases that prove the harness itself: each must pass or fail as marked
+/// (a harness that accepts everything, or rejects a supported step, is
+/// caught here). Run before the cases file; a mismatch is printed as
+/// `FAIL harness-self-check…` and counted as failed in the last line.
+const SELF_CHECK: &[(bool, &str)] = &[
+    // `context_add` with every role of the LLM context: only the assistant
+    // line becomes an agent line; the user line is in the context.
+    (
+        true,
+        r#"{"id": "self.context_add.roles", "kind": "processor", "given": {"state": "discovery"}, "steps": [
+            {"context_add": {"role": "user", "content": "my AC is out"}},
+            {"context_add": {"role": "system", "content": "operator note"}},
+            {"context_add": {"role": "tool", "content": "{\"found\": false}"}},
+            {"context_add": {"role": "assistant", "content": "Thanks, what's your name?"}},
+            {"capture_agent_responses": true, "expect": {
+                "agent_entries": [{"role": "agent", "state": "discovery", "content_contains": "your name"}],
+                "context_user_texts_include": ["my AC is out"]}}]}"#,
+    ),
+    // A user message added to the context is not an agent line.
+    (
+        false,
+        r#"{"id": "self.context_add.user_is_no_agent_line", "kind": "processor", "given": {"state": "discovery"}, "steps": [
+            {"context_add": {"role": "user", "content": "my AC is out"}},
+            {"capture_agent_responses": true, "expect": {"agent_entries": [{"role": "agent"}]}}]}"#,
+    ),
+    (
+        false,
+        r#"{"id": "self.context_add.unknown_role", "kind": "processor", "given": {"state": "discovery"}, "steps": [
+            {"context_add": {"role": "wizard", "content": "hi"}}]}"#,
+    ),
+    (
+        false,
+        r#"{"id": "self.context_add.content_not_text", "kind": "processor", "given": {"state": "discovery"}, "steps": [
+            {"context_add": {"role": "user", "content": 5}}]}"#,
+    ),
+    (
+        false,
+        r#"{"id": "self.unknown_step", "kind": "processor", "given": {"state": "discovery"}, "steps": [
+            {"teleport": true}]}"#,
+    ),
+    (false, r#"{"id": "self.unknown_kind", "kind": "telepathy"}"#),
+];
+
+/// Runs [`SELF_CHECK`]; returns the number of mismatches.
+fn self_check() -> usize {
+    let mut broken = 0;
+    for (must_pass, text) in SELF_CHECK {
+        let case: Value = serde_json::from_str(text).expect("self-check cases are JSON");
+        let result = catch_unwind(AssertUnwindSafe(|| run_case(&case)))
+            .unwrap_or_else(|p| Err(format!("panicked: {}", panic_text(&p))));
+        let id = &case["id"];
+        match (must_pass, result) {
+            (true, Err(e)) => {
+                broken += 1;
+                println!("FAIL harness-self-check {id}: must pass: {e}");
+            }
+            (false, Ok(())) => {
+                broken += 1;
+                println!("FAIL harness-self-check {id}: must fail, passed");
+            }
+            (false, Err(e)) if e.starts_with("panicked") => {
+                broken += 1;
+                println!("FAIL harness-self-check {id}: must fail cleanly: {e}");
+            }
+            _ => {}
+        }
+    }
+    println!(
+        "harness self-check: {} of {} as expected",
+        SELF_CHECK.len() - broken,
+        SELF_CHECK.len()
+    );
+    broken
 }
 
 // ---------------------------------------------------------------------------
@@ -102,7 +181,7 @@ fn load_skips(ids: &BTreeSet<String>) -> Result<BTreeMap<String, String>, String
     }
 }
 
-fn run_all() -> usize {
+fn run_all(self_check_failures: usize) -> usize {
     let path = cases_path();
     let text = match std::fs::read_to_string(&path) {
         Ok(t) => t,
@@ -153,7 +232,7 @@ fn run_all() -> usize {
     };
     let mut areas: BTreeMap<String, Area> = BTreeMap::new();
     let (mut adv_pass, mut adv_fail) = (0, 0);
-    let (mut passed, mut failed, mut skipped) = (0, bad_lines, 0);
+    let (mut passed, mut failed, mut skipped) = (0, bad_lines + self_check_failures, 0);
     for case in &cases {
         let id = case["id"].as_str().unwrap_or("<no id>").to_string();
         let area = case["area"].as_str().unwrap_or("unknown").to_string();
@@ -1187,12 +1266,16 @@ fn run_processor(case: &Value) -> R {
         } else if let Some(w) = step.get("wait_s") {
             p.wait(w.as_f64().ok_or("wait_s must be a number")?);
         } else if let Some(c) = step.get("context_add") {
-            match s(c, "role") {
-                "assistant" => p.feed(Input::AssistantMessage {
-                    text: s(c, "content").to_string(),
-                }),
-                r => return Err(format!("context_add role {r:?} not supported")),
-            }
+            only_keys("context_add", c, &["role", "content"])?;
+            let role: ChatRole = serde_json::from_value(c["role"].clone())
+                .map_err(|_| format!("context_add: unknown role {}", c["role"]))?;
+            let content = c["content"]
+                .as_str()
+                .ok_or("context_add: content must be a string")?;
+            p.feed(Input::ContextMessage(ChatMessage {
+                role,
+                content: content.to_string(),
+            }));
         } else if step.get("capture_agent_responses").is_some() {
             p.feed(Input::CaptureAgentResponses);
         } else if step.get("flush_transcript").is_some() {

@@ -32,8 +32,8 @@ use agent::extract::{extraction_messages, parse_extraction, ExtractedFields};
 use agent::profile::BusinessProfile;
 use agent::prompts::scoped_reply_prompt;
 use agent::responder::{
-    ChatMessage, ExtractionRequest, ReplyStream, Responder, ResponderError, ScopedRequest,
-    TurnRequest,
+    ChatMessage, ChatRole, ExtractionRequest, ReplyStream, Responder, ResponderError,
+    ScopedRequest, TurnRequest,
 };
 use bytes::Bytes;
 use futures_core::Stream;
@@ -639,6 +639,21 @@ fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
     s
 }
 
+/// The `messages` array of a request. A [`ChatRole::Tool`] message (a
+/// backend result as text; the model did not ask for it, so there is no
+/// `tool_call_id`) goes as a system message.
+fn wire_messages(messages: &[ChatMessage]) -> Vec<Value> {
+    messages
+        .iter()
+        .map(|m| match m.role {
+            ChatRole::Tool => {
+                json!({"role": "system", "content": format!("Tool result: {}", m.content)})
+            }
+            _ => json!(m),
+        })
+        .collect()
+}
+
 fn transport_error(e: &reqwest::Error) -> AttemptError {
     if e.is_timeout() {
         return ResponderError::Timeout.into();
@@ -837,7 +852,7 @@ impl OpenAiClient {
         let first_deadline = Instant::now() + self.cfg.first_token_timeout;
         let mut body = json!({
             "model": self.cfg.model,
-            "messages": messages,
+            "messages": wire_messages(messages),
             "stream": true,
         });
         if let Some(t) = self.cfg.reply_temperature {
@@ -889,7 +904,7 @@ impl OpenAiClient {
     ) -> Result<String, ResponderError> {
         let mut body = json!({
             "model": self.cfg.model,
-            "messages": messages,
+            "messages": wire_messages(messages),
             "stream": false,
         });
         if let Some(t) = settings.temperature {
