@@ -150,7 +150,8 @@ fn is_apostrophe(c: char) -> bool {
     c == '\'' || c == '\u{2019}'
 }
 
-fn is_clause_punct(c: char) -> bool {
+/// Punctuation that ends a clause (commas included).
+pub(crate) fn is_clause_punct(c: char) -> bool {
     matches!(
         c,
         ',' | '.'

@@ -2,6 +2,7 @@
 
 use super::words::{in_list, FILLERS, FILLER_PAIRS};
 use crate::keywords::is_word_char;
+use crate::validate::is_clause_punct;
 
 /// A word and whether a comma came right before it.
 #[derive(Debug, Clone, Copy)]
@@ -17,9 +18,10 @@ pub(super) struct Sentence<'a> {
     pub(super) question: bool,
 }
 
-/// Split a lower-cased utterance into sentences (at `. ! ? ; :`, newlines,
-/// dashes, brackets); words keep inner apostrophes ("don't"), a comma
-/// before a word is remembered, fillers ("uh", "you know") are dropped.
+/// Split a lower-cased utterance into sentences (at clause punctuation
+/// other than commas and quotes: `. ! ? ; :`, newlines, dashes, brackets);
+/// words keep inner apostrophes ("don't"), a comma before a word is
+/// remembered, fillers ("uh", "you know") are dropped.
 pub(super) fn sentences(text: &str) -> Vec<Sentence<'_>> {
     let mut out = Vec::new();
     let mut cur = Sentence::default();
@@ -45,22 +47,7 @@ pub(super) fn sentences(text: &str) -> Vec<Sentence<'_>> {
             comma = false;
         } else if c == ',' {
             comma = true;
-        } else if matches!(
-            c,
-            '.' | '!'
-                | '?'
-                | ';'
-                | ':'
-                | '\n'
-                | '\r'
-                | '('
-                | ')'
-                | '['
-                | ']'
-                | '\u{2014}'
-                | '\u{2013}'
-                | '\u{2026}'
-        ) {
+        } else if is_clause_punct(c) && c != '"' {
             if !cur.words.is_empty() {
                 cur.question = c == '?';
                 out.push(finish(std::mem::take(&mut cur)));
