@@ -166,6 +166,26 @@ impl StateMachine {
         }
         if matches!(
             s.state,
+            State::Welcome
+                | State::Lookup
+                | State::NonService
+                | State::FollowUp
+                | State::ManageBooking
+        ) && safety_answer(text) == SafetyAnswer::Emergency
+        {
+            // Danger said before the safety question counts at once: "I
+            // smell gas in my kitchen" as the first sentence goes straight
+            // to the 911 script (through the legal path: → lookup → safety
+            // → safety_exit; the lookup is skipped, it cannot matter now).
+            if s.state == State::Welcome {
+                transition(s, State::Lookup, Why::Rule);
+            }
+            transition(s, State::Safety, Why::Rule);
+            transition(s, State::SafetyExit, Why::Rule);
+            return Action::llm();
+        }
+        if matches!(
+            s.state,
             State::Discovery | State::Urgency | State::PreConfirm
         ) {
             self.correct_zip(s, text);
@@ -593,6 +613,36 @@ mod tests {
         m.process(&mut s, "wait, I gave you the wrong zip, it's 90210");
         assert_eq!(s.zip_code, "90210");
         assert_eq!(s.state, State::Callback);
+    }
+
+    /// Issue 15, item 1: a hazard in the first sentence (or before the
+    /// safety question) is a safety exit at once.
+    #[test]
+    fn danger_before_the_safety_question_exits_at_once() {
+        let m = sm();
+        for (state, said) in [
+            (State::Welcome, "I smell gas in my kitchen"),
+            (State::Welcome, "hi, there's smoke coming out of my furnace"),
+            (State::Lookup, "the carbon monoxide alarm is going off"),
+            (State::NonService, "also I smell gas right now"),
+            (State::FollowUp, "it's sparking again"),
+            (State::ManageBooking, "and now there's a burning smell"),
+        ] {
+            let mut s = at(state);
+            let a = m.process(&mut s, said);
+            assert_eq!(s.state, State::SafetyExit, "{state:?}: {said:?}");
+            assert_eq!(a.call_tool, None, "no lookup in an emergency");
+        }
+        // Equipment talk and denials take the usual way.
+        for said in [
+            "my gas furnace stopped working",
+            "my AC is broken, no gas smell or anything",
+        ] {
+            let mut s = at(State::Welcome);
+            let a = m.process(&mut s, said);
+            assert_eq!(s.state, State::Lookup, "{said:?}");
+            assert_eq!(a.call_tool, Some(Tool::LookupCaller));
+        }
     }
 
     #[test]

@@ -87,3 +87,46 @@ fn the_example_safety_replays_route_as_their_comments_say() {
     assert_eq!(r["final_state"], "safety_exit");
     assert_eq!(r["end_call_reason"], "safety_emergency");
 }
+
+/// Issue 15, item 1: a hazard in the caller's first sentence is a safety
+/// exit at once (no safety question first), and the record is tagged and
+/// red even when the caller hangs up right after.
+#[test]
+fn danger_in_the_first_sentence_is_a_safety_exit_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    for first in [
+        "I smell gas in my kitchen",
+        "hi, there's smoke coming out of my furnace",
+        "my carbon monoxide alarm is going off",
+    ] {
+        let script = dir.path().join("call.jsonl");
+        std::fs::write(&script, serde_json::json!({"caller": first}).to_string()).unwrap();
+        let r = replay(&script);
+        assert_eq!(r["final_state"], "safety_exit", "{first:?}: {r}");
+        assert_eq!(r["end_call_reason"], "safety_emergency", "{first:?}");
+        let entries = r["transcript"].as_array().unwrap();
+        let agent: Vec<&str> = entries
+            .iter()
+            .filter(|e| e["role"] == "agent")
+            .filter_map(|e| e["content"].as_str())
+            .collect();
+        assert!(
+            !agent.iter().any(|l| l.contains("safety check")),
+            "{first:?}: the safety question is not asked again: {agent:?}"
+        );
+        assert!(
+            agent.iter().any(|l| l.contains("911")),
+            "{first:?}: the 911 script is spoken: {agent:?}"
+        );
+        assert!(
+            !entries.iter().any(|e| e["name"] == "lookup_caller"),
+            "{first:?}: no lookup in an emergency"
+        );
+        assert_eq!(r["priority"]["color"], "red", "{first:?}: {}", r["priority"]);
+        assert!(
+            r["tags"]["HAZARD"].as_array().is_some_and(|t| !t.is_empty()),
+            "{first:?}: {}",
+            r["tags"]
+        );
+    }
+}
