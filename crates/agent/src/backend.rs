@@ -79,7 +79,11 @@ impl ToolCall {
 /// problem as the reason; urgent callers get an urgent callback).
 pub fn callback_request(s: &crate::Session) -> ToolCall {
     ToolCall::CreateCallback {
-        phone: s.phone_number.clone(),
+        phone: if s.callback_phone.is_empty() {
+            s.phone_number.clone()
+        } else {
+            s.callback_phone.clone()
+        },
         callback_type: s.effective_callback_type().to_string(),
         reason: if s.problem_description.is_empty() {
             "Callback requested".into()

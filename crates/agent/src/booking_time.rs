@@ -136,6 +136,35 @@ fn asap(now: DateTime<Tz>, hours: Hours, profile: &BusinessProfile) -> DateTime<
     }
 }
 
+/// When the office can call back, as said to the caller: "within the hour"
+/// during business hours on a business day with at least an hour left;
+/// otherwise the next opening ("tomorrow morning at 9", "on Monday at 9").
+/// A promise the business hours cannot keep is never made.
+pub fn callback_window(now: DateTime<FixedOffset>, profile: &BusinessProfile) -> String {
+    let tz = profile.tz();
+    let hours = Hours::of(profile);
+    let now = now.with_timezone(&tz);
+    let open_now = business_day(profile, now.weekday())
+        && now.hour() >= hours.open
+        && now.hour() + 1 < hours.close;
+    if open_now {
+        return "within the hour".to_string();
+    }
+    let next = next_opening(now, true, hours, profile);
+    let hour = match next.hour() {
+        0 => "midnight".to_string(),
+        12 => "noon".to_string(),
+        h if h < 12 => format!("{h} in the morning"),
+        h => format!("{} in the afternoon", h - 12),
+    };
+    let days = (next.date_naive() - now.date_naive()).num_days();
+    match days {
+        0 => format!("when we open today at {hour}"),
+        1 => format!("when we open tomorrow at {hour}"),
+        _ => format!("when we open on {} at {hour}", next.format("%A")),
+    }
+}
+
 /// D-14: the booking-time hint for `preferred_time`, as
 /// `YYYY-MM-DDTHH:MM:SS±HH:MM` in the profile's time zone.
 ///
@@ -217,6 +246,38 @@ mod tests {
 
     fn run(pt: &str, now: &str) -> String {
         resolve_booking_time(pt, "", parse_now(now).unwrap(), &BusinessProfile::default())
+    }
+
+    #[test]
+    fn callback_promises_keep_to_business_hours() {
+        let p = BusinessProfile::default(); // 9–18, seven days, Chicago
+        let w = |iso: &str| callback_window(parse_now(iso).unwrap(), &p);
+        assert_eq!(w("2026-02-23T10:15:00-06:00"), "within the hour");
+        assert_eq!(w("2026-02-23T16:59:00-06:00"), "within the hour");
+        assert_eq!(
+            w("2026-02-23T17:30:00-06:00"),
+            "when we open tomorrow at 9 in the morning"
+        );
+        assert_eq!(
+            w("2026-02-23T22:00:00-06:00"),
+            "when we open tomorrow at 9 in the morning"
+        );
+        assert_eq!(
+            w("2026-02-23T06:00:00-06:00"),
+            "when we open today at 9 in the morning"
+        );
+        let weekdays = BusinessProfile {
+            business_days: ["mon", "tue", "wed", "thu", "fri"]
+                .iter()
+                .map(|d| d.to_string())
+                .collect(),
+            ..BusinessProfile::default()
+        };
+        // Friday evening → Monday.
+        assert_eq!(
+            callback_window(parse_now("2026-02-27T19:00:00-06:00").unwrap(), &weekdays),
+            "when we open on Monday at 9 in the morning"
+        );
     }
 
     #[test]

@@ -28,11 +28,13 @@
 //! - D-16: canned lines are written to the transcript when spoken.
 
 use crate::backend::ToolCall;
-use crate::booking_time::resolve_booking_time;
+use crate::booking_time::{callback_window, resolve_booking_time};
 use crate::extract::{apply_extraction, ExtractedFields};
 use crate::machine::{Action, Policy, Speak, StateMachine};
 use crate::profile::BusinessProfile;
-use crate::prompts::{passes_booking_filter, system_prompt, Canned};
+use crate::prompts::{
+    callback_script, passes_booking_filter, system_prompt, terminal_follow_up, Canned,
+};
 use crate::responder::{ChatMessage, ChatRole};
 use crate::session::{HistoryMessage, Role, Session, TranscriptEntry};
 use crate::state::{State, Tool};
@@ -239,6 +241,9 @@ pub struct Engine<P: Policy = StateMachine> {
     idle_at: Option<f64>,
     /// Idle prompts said since the caller last spoke.
     idle_prompts: u32,
+    /// The terminal state whose script was said; later replies there get a
+    /// short closing instead of the script word for word.
+    terminal_said: Option<State>,
 }
 
 impl Engine<StateMachine> {
@@ -275,6 +280,7 @@ impl<P: Policy> Engine<P> {
             ended: false,
             idle_at: None,
             idle_prompts: 0,
+            terminal_said: None,
         }
     }
 
@@ -708,7 +714,35 @@ impl<P: Policy> Engine<P> {
         let Some(turn) = self.turn.take() else {
             return;
         };
-        self.speak(Canned::Terminal(self.session.state), now, out);
+        let state = self.session.state;
+        if self.terminal_said == Some(state) {
+            // Said once; now answer the caller briefly (same canned id),
+            // and never the same line twice in a row.
+            let mut text = terminal_follow_up(state, &self.session, &self.profile, &turn.llm_text);
+            let last = self
+                .session
+                .transcript_log
+                .iter()
+                .rev()
+                .find(|e| e.role == crate::session::Role::Agent)
+                .and_then(|e| e.content.as_deref());
+            if last == Some(text.as_str()) {
+                text = format!(
+                    "Thanks for calling {} — goodbye.",
+                    self.profile.company_name
+                );
+            }
+            self.speak_text(Canned::Terminal(state), text, now, out);
+        } else {
+            self.terminal_said = Some(state);
+            if state == State::Callback {
+                let when = callback_window(self.local_now(now), &self.profile);
+                let text = callback_script(&self.session, &self.profile, &when);
+                self.speak_text(Canned::Terminal(state), text, now, out);
+            } else {
+                self.speak(Canned::Terminal(state), now, out);
+            }
+        }
         if turn.action.end_call {
             self.request_hangup(now, out);
         }

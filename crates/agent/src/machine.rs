@@ -18,10 +18,10 @@ use crate::session::Session;
 use crate::state::{State, Tool};
 use crate::tools;
 use crate::validate::{
-    classify_intent, detect_callback_request, detect_high_ticket, extract_zip, is_service_area,
-    is_wrap_up, manage_request, names_a_time, non_service_callback_type, safety_answer,
-    validate_address, validate_name, validate_zip, zip_correction, Intent, ManageRequest,
-    SafetyAnswer,
+    classify_intent, detect_callback_request, detect_high_ticket, extract_phone, extract_zip,
+    is_bare_no, is_service_area, is_wrap_up, manage_request, names_a_time,
+    non_service_callback_type, safety_answer, validate_address, validate_name, validate_zip,
+    zip_correction, Intent, ManageRequest, SafetyAnswer,
 };
 use serde_json::Value;
 
@@ -198,6 +198,20 @@ impl StateMachine {
                 return Action::llm();
             }
         }
+        if s.state.promises_callback() {
+            if let Some(phone) =
+                extract_phone(text).filter(|p| *p != s.phone_number && *p != s.callback_phone)
+            {
+                // "Call my cell 512 555 0199": the promise goes to that
+                // number; a callback already made for the caller id gets a
+                // new one for it.
+                s.callback_phone = phone;
+                if s.callback_created {
+                    s.callback_created = false;
+                    s.callback_attempts = 0;
+                }
+            }
+        }
         match s.state {
             State::Welcome => self.welcome(s, text),
             State::NonService => non_service(s, text),
@@ -212,7 +226,7 @@ impl StateMachine {
             State::UrgencyCallback => urgency_callback(s),
             State::PreConfirm => pre_confirm(s, text),
             State::Booking => booking(s),
-            State::BookingFailed | State::Callback => callback_like(s),
+            State::BookingFailed | State::Callback => callback_like(s, text),
             State::Confirm => {
                 if is_wrap_up(text) {
                     Action::end()
@@ -511,7 +525,15 @@ fn booking(s: &mut Session) -> Action {
 
 /// `callback` and `booking_failed`: create the callback (two attempts at
 /// most), then end the call.
-fn callback_like(s: &mut Session) -> Action {
+fn callback_like(s: &mut Session, text: &str) -> Action {
+    if s.state == State::Callback
+        && s.callback_created
+        && s.callback_phone.is_empty()
+        && is_bare_no(text)
+    {
+        // "Is this the best number?" — "no": stay to hear the right one.
+        return Action::llm();
+    }
     if s.callback_created || s.callback_attempts >= 2 {
         Action::end()
     } else {

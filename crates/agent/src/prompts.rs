@@ -16,6 +16,7 @@
 use crate::profile::{parse_weekday, BusinessProfile};
 use crate::session::Session;
 use crate::state::State;
+use crate::validate::{is_bare_no, say_phone};
 use chrono::Weekday;
 
 /// The words a terminal scoped reply must not contain (SPEC §2.1
@@ -373,6 +374,61 @@ electrical on your way out. Please stay safe."
                 .to_string(),
         ),
         _ => None,
+    }
+}
+
+/// The callback script as said on this call: out-of-area callers are told
+/// so, and the call back is promised `when` the business hours allow (see
+/// [`crate::booking_time::callback_window`]).
+pub fn callback_script(s: &Session, profile: &BusinessProfile, when: &str) -> String {
+    let out_of_area = !s.zip_code.is_empty() && !profile.zip_in_area(&s.zip_code);
+    let lead = if out_of_area {
+        format!(
+            "{} is outside the area we serve, so I can't book a visit there — but I'm passing \
+this to the {} team",
+            s.zip_code, profile.company_name
+        )
+    } else {
+        format!("I'm passing this to the {} team", profile.company_name)
+    };
+    format!(
+        "{lead}, and someone will call you back {when}. Is the number you're calling from \
+the best one to reach you?"
+    )
+}
+
+/// What a terminal state says once its script was said: a short closing
+/// that answers the caller (`said`) instead of the script word for word.
+/// The callback script asks whether the number they call from is the best
+/// one: a number they give is read back, a "no" is asked for the number.
+pub fn terminal_follow_up(
+    state: State,
+    s: &Session,
+    profile: &BusinessProfile,
+    said: &str,
+) -> String {
+    match state {
+        State::SafetyExit => "Please don't wait — get everyone outside and call 911 from there. \
+Stay safe."
+            .to_string(),
+        State::Callback | State::BookingFailed => {
+            if !s.callback_phone.is_empty() {
+                format!(
+                    "Got it — we'll call you back at {}. Thanks for calling {}.",
+                    say_phone(&s.callback_phone),
+                    profile.company_name
+                )
+            } else if state == State::Callback && is_bare_no(said) {
+                "No problem — what's the best number to reach you?".to_string()
+            } else {
+                format!(
+                    "Okay — someone from {} will call you back at the number you're calling \
+from. Thanks for calling.",
+                    profile.company_name
+                )
+            }
+        }
+        _ => String::new(),
     }
 }
 

@@ -131,6 +131,9 @@ pub struct Session {
     /// D-6: `service`, `estimate`, `billing`, `warranty` or `follow_up`.
     #[serde(default = "default_service")]
     pub callback_type: String,
+    /// The number the caller asked to be called back at ("call my cell …"),
+    /// as `+1XXXXXXXXXX`; "" = the number they are calling from.
+    pub callback_phone: String,
     pub terminal_reply_used: bool,
     pub call_sid: String,
     /// Unix seconds.
@@ -181,6 +184,7 @@ impl Default for Session {
             callback_created: false,
             callback_attempts: 0,
             callback_type: default_service(),
+            callback_phone: String::new(),
             terminal_reply_used: false,
             call_sid: String::new(),
             start_time: 0.0,

@@ -368,6 +368,52 @@ pub fn zip_correction(text: &str, current: &str) -> Option<String> {
 }
 
 // ---------------------------------------------------------------------------
+// Phone numbers
+// ---------------------------------------------------------------------------
+
+/// A US phone number the caller says ("call my cell 512 555 0199", "(512)
+/// 555-0199", "five one two, five five five, oh one nine nine", "+1 512 …"):
+/// ten digits in one run of digit tokens (written or spoken; any
+/// separators), or eleven starting with 1. Returned as `+1XXXXXXXXXX`.
+pub fn extract_phone(text: &str) -> Option<String> {
+    let lower = lowercase(text);
+    let toks = tokenize(&lower);
+    let mut found = None;
+    let mut digits = String::new();
+    let mut flush = |digits: &mut String| {
+        let d = match digits.len() {
+            10 => Some(digits.clone()),
+            11 if digits.starts_with('1') => Some(digits[1..].to_string()),
+            _ => None,
+        };
+        if let Some(d) = d {
+            found = Some(format!("+1{d}"));
+        }
+        digits.clear();
+    };
+    for t in &toks {
+        match digit_form(t.text) {
+            Some(d) if d.len() <= 11 => digits.push_str(d),
+            _ => flush(&mut digits),
+        }
+    }
+    flush(&mut digits);
+    found
+}
+
+/// `+15125550199` → "512-555-0199" (as said back to a caller); anything
+/// else as given.
+pub fn say_phone(phone: &str) -> String {
+    let d: String = phone.chars().filter(char::is_ascii_digit).collect();
+    let d = d.strip_prefix('1').filter(|r| r.len() == 10).unwrap_or(&d);
+    if d.len() == 10 {
+        format!("{}-{}-{}", &d[..3], &d[3..6], &d[6..])
+    } else {
+        phone.to_string()
+    }
+}
+
+// ---------------------------------------------------------------------------
 // Duration
 // ---------------------------------------------------------------------------
 
@@ -553,6 +599,20 @@ const QUESTION_STARTERS: &[&str] = &[
     "are", "do", "does", "did", "should", "may", "whats", "what's", "when's", "how's",
 ];
 const BARE_NO: &[&str] = &["no", "nope", "nah", "no thanks", "nothing"];
+
+/// A "no" with nothing else useful: "no", "nope, not that one", "not
+/// really", "no it isn't" — no digits (a number given is more than a no).
+pub fn is_bare_no(text: &str) -> bool {
+    let t = LowerText::new(text);
+    let first = t
+        .as_str()
+        .split(|c: char| !is_word_char(c) && c != '\'')
+        .find(|w| !w.is_empty())
+        .unwrap_or("");
+    let no = matches!(first, "no" | "nope" | "nah" | "naw")
+        || t.matches_any(&["not really", "it's not", "it isn't", "that's not"]);
+    no && !t.as_str().bytes().any(|b| b.is_ascii_digit())
+}
 
 /// D-9: the caller signals they are done (bye, that's all, no thanks, thank
 /// you, all set, have a good one). A question ("how much will the visit
@@ -806,6 +866,32 @@ mod tests {
     }
 
     #[test]
+    fn phone_numbers_as_callers_say_them() {
+        for (said, want) in [
+            ("call my cell 512 555 0199", Some("+15125550199")),
+            ("it's (512) 555-0199", Some("+15125550199")),
+            ("5125550199", Some("+15125550199")),
+            ("+1 512 555 0199", Some("+15125550199")),
+            (
+                "five one two five five five oh one nine nine",
+                Some("+15125550199"),
+            ),
+            (
+                "five one two, five five five, zero one nine nine please",
+                Some("+15125550199"),
+            ),
+            ("my zip is 78745", None),
+            ("555 0199", None),
+            ("yes that number is fine", None),
+            ("", None),
+        ] {
+            assert_eq!(extract_phone(said).as_deref(), want, "{said:?}");
+        }
+        assert_eq!(say_phone("+15125550199"), "512-555-0199");
+        assert_eq!(say_phone("+44 20 7946 0958"), "+44 20 7946 0958");
+    }
+
+    #[test]
     fn later_zip_corrections() {
         assert_eq!(
             zip_correction("actually my zip is 78702", "78701").as_deref(),
@@ -1034,6 +1120,8 @@ mod tests {
             let _ = is_service_area(s, &p);
             let _ = words_to_digits(s);
             let _ = extract_zip(s);
+            let _ = extract_phone(s);
+            let _ = say_phone(s);
             let _ = categorize_duration(s);
             let _ = classify_intent(s);
             let _ = non_service_callback_type(s);
