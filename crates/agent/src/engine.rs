@@ -525,6 +525,16 @@ impl<P: Policy> Engine<P> {
     fn start_turn(&mut self, llm_text: String, judged: &str, now: f64, out: &mut Vec<Effect>) {
         let start_state = self.session.state;
         let action = self.policy.process(&mut self.session, judged);
+        if self.session.state == State::PreConfirm {
+            // Fix the visit time now, so the read-back says what is booked.
+            let s = &self.session;
+            self.session.booking_time = resolve_booking_time(
+                &s.preferred_time,
+                &s.urgency_tier,
+                self.local_now(now),
+                &self.profile,
+            );
+        }
         self.note_state(start_state, out);
         self.turn = Some(Turn {
             llm_text,
@@ -760,12 +770,17 @@ impl<P: Policy> Engine<P> {
                 customer_name: s.customer_name.clone(),
                 problem: s.problem_description.clone(),
                 address: s.service_address.clone(),
-                preferred_time: resolve_booking_time(
-                    &s.preferred_time,
-                    &s.urgency_tier,
-                    self.local_now(now),
-                    &self.profile,
-                ),
+                // The time read back in pre_confirm, exactly.
+                preferred_time: if s.booking_time.is_empty() {
+                    resolve_booking_time(
+                        &s.preferred_time,
+                        &s.urgency_tier,
+                        self.local_now(now),
+                        &self.profile,
+                    )
+                } else {
+                    s.booking_time.clone()
+                },
                 phone,
                 call_id,
             },

@@ -9,9 +9,10 @@
 //! escalation to `callback` from anywhere): an illegal move is refused and
 //! logged, and panics in debug builds so tests catch it.
 
+use crate::booking_time::said;
 use crate::keywords::{
-    match_any, MANAGE_BOOKING_KEYWORDS, NEW_ISSUE_SIGNALS, ROUTINE_SIGNALS, SCHEDULE_SIGNALS,
-    TIME_PATTERNS, URGENT_SIGNALS, YES_SIGNALS,
+    lowercase, match_any, MANAGE_BOOKING_KEYWORDS, NEW_ISSUE_SIGNALS, ROUTINE_SIGNALS,
+    SCHEDULE_SIGNALS, TIME_PATTERNS, URGENT_SIGNALS, YES_SIGNALS,
 };
 use crate::profile::BusinessProfile;
 use crate::session::Session;
@@ -29,6 +30,30 @@ use serde_json::Value;
 pub const MAX_TURNS_PER_STATE: i64 = 5;
 /// Per-call utterance limit (SPEC §3).
 pub const MAX_TURNS_PER_CALL: i64 = 30;
+/// Urgent words beyond the reference's URGENT_SIGNALS ("it's urgent").
+const MORE_URGENT_SIGNALS: &[&str] = &[
+    "urgent",
+    "urgently",
+    "quickly",
+    "earliest",
+    "first available",
+    "soon as you can",
+    "as early as",
+];
+/// Flexible answers beyond the reference's ROUTINE_SIGNALS.
+const MORE_ROUTINE_SIGNALS: &[&str] = &[
+    "no hurry",
+    "anytime",
+    "any time",
+    "whenever works",
+    "doesn't matter",
+    "don't care",
+    "flexible",
+    "can wait",
+    "not in a rush",
+    "not a rush",
+];
+
 /// What urgency writes into `preferred_time` for ASAP/routine answers.
 pub const SOONEST_AVAILABLE: &str = "soonest available";
 
@@ -468,7 +493,12 @@ fn urgency(s: &mut Session, text: &str) -> Action {
         transition(s, State::UrgencyCallback, Why::Rule);
     } else if s.has_appointment && match_any(text, MANAGE_BOOKING_KEYWORDS) {
         transition(s, State::Callback, Why::Rule);
-    } else if match_any(text, URGENT_SIGNALS) {
+    } else if said::clock(&lowercase(text)).is_some() {
+        // "today at 3", "Friday at 3pm": the caller named the time.
+        s.urgency_tier = "routine".into();
+        s.preferred_time = text.trim().to_string();
+        transition(s, State::PreConfirm, Why::Rule);
+    } else if match_any(text, URGENT_SIGNALS) || match_any(text, MORE_URGENT_SIGNALS) {
         s.urgency_tier = "urgent".into();
         s.preferred_time = SOONEST_AVAILABLE.into();
         transition(s, State::PreConfirm, Why::Rule);
@@ -476,9 +506,15 @@ fn urgency(s: &mut Session, text: &str) -> Action {
         s.urgency_tier = "routine".into();
         s.preferred_time = SOONEST_AVAILABLE.into();
         transition(s, State::PreConfirm, Why::Rule);
-    } else if match_any(text, TIME_PATTERNS) {
+    } else if match_any(text, TIME_PATTERNS) || said::day(&lowercase(text)).is_some() {
+        // Days the reference missed too: "next week", "this weekend", "in
+        // a couple of days", "it can wait a few days".
         s.urgency_tier = "routine".into();
         s.preferred_time = text.trim().to_string();
+        transition(s, State::PreConfirm, Why::Rule);
+    } else if match_any(text, MORE_ROUTINE_SIGNALS) {
+        s.urgency_tier = "routine".into();
+        s.preferred_time = SOONEST_AVAILABLE.into();
         transition(s, State::PreConfirm, Why::Rule);
     }
     Action::llm()
@@ -664,6 +700,34 @@ mod tests {
             let a = m.process(&mut s, said);
             assert_eq!(s.state, State::Lookup, "{said:?}");
             assert_eq!(a.call_tool, Some(Tool::LookupCaller));
+        }
+    }
+
+    /// Issue 15, item 2: timing words the urgency question missed move the
+    /// call on (no loop), keeping what the caller said for the booking.
+    #[test]
+    fn urgency_understands_how_people_say_when() {
+        let m = sm();
+        for (said, tier, kept) in [
+            ("next week", "routine", true),
+            ("in a couple of days", "routine", true),
+            ("it can wait a few days", "routine", true),
+            ("this weekend", "routine", true),
+            ("tomorrow at 2", "routine", true),
+            ("Friday at 3pm", "routine", true),
+            ("today at 3 if you can", "routine", true),
+            ("it's urgent", "urgent", false),
+            ("no hurry, anytime", "routine", false),
+        ] {
+            let mut s = at(State::Urgency);
+            m.process(&mut s, said);
+            assert_eq!(s.state, State::PreConfirm, "{said:?}");
+            assert_eq!(s.urgency_tier, tier, "{said:?}");
+            if kept {
+                assert_eq!(s.preferred_time, said, "{said:?}");
+            } else {
+                assert_eq!(s.preferred_time, SOONEST_AVAILABLE, "{said:?}");
+            }
         }
     }
 

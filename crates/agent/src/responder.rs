@@ -419,12 +419,22 @@ Anything else I can help with?"
         } else {
             format!(" at {}", s.service_address)
         };
-        let when = if s.urgency_tier == "urgent" {
-            "as soon as we can get someone out".to_string()
-        } else if s.preferred_time.is_empty() || s.preferred_time == "soonest available" {
-            "the next visit that works".to_string()
+        // What will be booked, exactly (the engine fixed it on entry).
+        let at = if s.booking_time.is_empty() {
+            String::new()
         } else {
-            s.preferred_time.clone()
+            crate::booking_time::say_time(&s.booking_time)
+        };
+        let when = match (s.urgency_tier == "urgent", at.is_empty()) {
+            (true, true) => "as soon as we can get someone out".to_string(),
+            (true, false) => format!("as soon as we can get someone out — {at}"),
+            (false, false) => at,
+            (false, true)
+                if s.preferred_time.is_empty() || s.preferred_time == "soonest available" =>
+            {
+                "the next visit that works".to_string()
+            }
+            (false, true) => s.preferred_time.clone(),
         };
         format!(
             "Let me make sure I have this right: {who}, {problem}{place}, timing {when}. {READ_BACK_MARK}"

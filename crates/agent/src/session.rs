@@ -134,6 +134,9 @@ pub struct Session {
     /// The number the caller asked to be called back at ("call my cell …"),
     /// as `+1XXXXXXXXXX`; "" = the number they are calling from.
     pub callback_phone: String,
+    /// In `pre_confirm`: the visit time that will be booked (ISO-8601 local,
+    /// D-14), read back to the caller and sent to `book_service` as is.
+    pub booking_time: String,
     pub terminal_reply_used: bool,
     pub call_sid: String,
     /// Unix seconds.
@@ -185,6 +188,7 @@ impl Default for Session {
             callback_attempts: 0,
             callback_type: default_service(),
             callback_phone: String::new(),
+            booking_time: String::new(),
             terminal_reply_used: false,
             call_sid: String::new(),
             start_time: 0.0,

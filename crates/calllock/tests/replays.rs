@@ -280,3 +280,66 @@ fn the_safety_script_is_said_once() {
     );
     assert_no_line_twice_in_a_row(&lines);
 }
+
+/// Issue 15, item 2: the time the caller names is read back exactly and
+/// booked (Monday 2026-02-23, 10:15).
+#[test]
+fn the_time_the_caller_names_is_read_back_and_booked() {
+    let dir = tempfile::tempdir().unwrap();
+    for (when, said_back, booked) in [
+        (
+            "tomorrow at 2 please",
+            "Tuesday, February 24 at 2 PM",
+            "2026-02-24T14:00:00-06:00",
+        ),
+        (
+            "Friday at 3pm",
+            "Friday, February 27 at 3 PM",
+            "2026-02-27T15:00:00-06:00",
+        ),
+        (
+            "next Tuesday at 2",
+            "Tuesday, March 3 at 2 PM",
+            "2026-03-03T14:00:00-06:00",
+        ),
+        (
+            "next week is fine",
+            "Monday, March 2 at 9 AM",
+            "2026-03-02T09:00:00-06:00",
+        ),
+    ] {
+        let script = write_script(
+            dir.path(),
+            &[
+                "Hi, my AC stopped cooling last night",
+                "No, nothing like that",
+                "It's 78745",
+                "My name is Dana Fields",
+                "It's 4329 Franklin Street",
+                "No, that's everything",
+                when,
+                "Yes, that's right",
+                "thanks, bye",
+            ],
+        );
+        let r = replay(&script);
+        let lines = agent_lines(&r);
+        let read_back = lines
+            .iter()
+            .find(|l| l.contains("Let me make sure"))
+            .unwrap_or_else(|| panic!("{when:?}: no read-back: {lines:#?}"));
+        assert!(read_back.contains(said_back), "{when:?}: {read_back}");
+        let book = r["tool_calls"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["tool"] == "book_service")
+            .unwrap_or_else(|| panic!("{when:?}: not booked: {lines:#?}"));
+        assert_eq!(book["args"]["preferred_time"], booked, "{when:?}");
+        assert_eq!(
+            book["result"]["appointment_time"], booked,
+            "{when:?}: {book}"
+        );
+        assert_eq!(r["final_state"], "confirm", "{when:?}");
+    }
+}

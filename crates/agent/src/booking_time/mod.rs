@@ -12,6 +12,8 @@ use chrono::{
 };
 use chrono_tz::Tz;
 
+pub(crate) mod said;
+
 use crate::keywords::LowerText;
 use crate::profile::BusinessProfile;
 
@@ -136,6 +138,30 @@ fn asap(now: DateTime<Tz>, hours: Hours, profile: &BusinessProfile) -> DateTime<
     }
 }
 
+/// A booking-time hint as said to the caller: `2026-02-24T14:00:00-06:00` →
+/// "Tuesday, February 24 at 2 PM" ("at 2:30 PM", "at noon"); anything
+/// unreadable as given.
+pub fn say_time(iso: &str) -> String {
+    let Some(t) = parse_now(iso) else {
+        return iso.to_string();
+    };
+    let (h, m) = (t.hour(), t.minute());
+    let clock = match (h, m) {
+        (12, 0) => "noon".to_string(),
+        (0, 0) => "midnight".to_string(),
+        _ => {
+            let h12 = if h % 12 == 0 { 12 } else { h % 12 };
+            let ampm = if h < 12 { "AM" } else { "PM" };
+            if m == 0 {
+                format!("{h12} {ampm}")
+            } else {
+                format!("{h12}:{m:02} {ampm}")
+            }
+        }
+    };
+    format!("{} at {clock}", t.format("%A, %B %-d"))
+}
+
 /// When the office can call back, as said to the caller: "within the hour"
 /// during business hours on a business day with at least an hour left;
 /// otherwise the next opening ("tomorrow morning at 9", "on Monday at 9").
@@ -162,6 +188,58 @@ pub fn callback_window(now: DateTime<FixedOffset>, profile: &BusinessProfile) ->
         0 => format!("when we open today at {hour}"),
         1 => format!("when we open tomorrow at {hour}"),
         _ => format!("when we open on {} at {hour}", next.format("%A")),
+    }
+}
+
+/// The date of what the caller said: `day` as named (no day: today if
+/// `hour:minute` is still ahead, else tomorrow).
+fn said_date(
+    day: Option<said::Day>,
+    now: DateTime<Tz>,
+    hour: u32,
+    minute: u32,
+    profile: &BusinessProfile,
+) -> NaiveDate {
+    use said::Day;
+    let today = now.date_naive();
+    let ahead = |date: NaiveDate| {
+        at(now.timezone(), date, hour) + Duration::minutes(i64::from(minute)) > now
+    };
+    let plus = |n: u32| today + Duration::days(i64::from(n));
+    let from_monday = today.weekday().num_days_from_monday();
+    match day {
+        None => {
+            if ahead(today) {
+                today
+            } else {
+                plus(1)
+            }
+        }
+        Some(Day::Tomorrow) => plus(1),
+        Some(Day::Weekday { day, next: false }) => {
+            let n = (7 + day.num_days_from_monday() - from_monday) % 7;
+            if ahead(plus(n)) {
+                plus(n)
+            } else {
+                plus(n + 7)
+            }
+        }
+        // "next Tuesday": the Tuesday of the following week.
+        Some(Day::Weekday { day, next: true }) => {
+            plus(7 - from_monday + day.num_days_from_monday())
+        }
+        Some(Day::Weekend) => (0..8)
+            .map(plus)
+            .find(|d| matches!(d.weekday(), Weekday::Sat | Weekday::Sun) && ahead(*d))
+            .unwrap_or(plus(1)),
+        Some(Day::NextWeek) => {
+            let monday = plus(7 - from_monday);
+            (0..7)
+                .map(|k| monday + Duration::days(k))
+                .find(|d| business_day(profile, d.weekday()))
+                .unwrap_or(monday)
+        }
+        Some(Day::InDays(n)) => plus(n),
     }
 }
 
@@ -199,44 +277,42 @@ pub fn resolve_booking_time(
         hours.open
     };
 
-    let target =
-        if urgency_tier.trim().eq_ignore_ascii_case("urgent") || t.matches_any(ASAP_PHRASES) {
+    let said_day = said::day(t.as_str());
+    let said_clock = said::clock(t.as_str());
+    let target = if said_clock.is_some()
+        || (said_day.is_some() && !urgency_tier.trim().eq_ignore_ascii_case("urgent"))
+    {
+        // An explicit clock time or day (D-14 extended): that time, or the
+        // first opening after it when it falls outside business hours.
+        let (hour, minute) = said_clock.map_or((day_hour, 0), |c| (c.hour, c.minute));
+        let date = said_date(said_day, now, hour, minute, profile);
+        let cand = at(tz, date, hour) + Duration::minutes(i64::from(minute));
+        let open = business_day(profile, cand.weekday())
+            && cand.hour() >= hours.open
+            && cand.hour() < hours.close;
+        if open && cand > now {
+            cand
+        } else {
+            next_opening(cand.max(now), false, hours, profile)
+        }
+    } else if urgency_tier.trim().eq_ignore_ascii_case("urgent") || t.matches_any(ASAP_PHRASES) {
+        asap(now, hours, profile)
+    } else if t.matches("morning") {
+        if now.hour() < hours.open + 1 {
             asap(now, hours, profile)
-        } else if t.matches("tomorrow") {
-            at(tz, tomorrow, day_hour)
-        } else if let Some(target) = WEEKDAYS
-            .iter()
-            .filter(|(name, _)| t.matches(name))
-            .map(|(_, wd)| {
-                let ahead =
-                    (7 + wd.num_days_from_monday() - today.weekday().num_days_from_monday()) % 7;
-                let date = today + Duration::days(i64::from(ahead));
-                let cand = at(tz, date, day_hour);
-                if cand > now {
-                    cand
-                } else {
-                    at(tz, date + Duration::days(7), day_hour)
-                }
-            })
-            .min()
-        {
-            target
-        } else if t.matches("morning") {
-            if now.hour() < hours.open + 1 {
-                asap(now, hours, profile)
-            } else {
-                next_opening(now, true, hours, profile)
-            }
-        } else if afternoon {
-            let h = hours.afternoon();
-            if now.hour() < h.saturating_sub(1) {
-                at(tz, today, h)
-            } else {
-                at(tz, tomorrow, h)
-            }
         } else {
             next_opening(now, true, hours, profile)
-        };
+        }
+    } else if afternoon {
+        let h = hours.afternoon();
+        if now.hour() < h.saturating_sub(1) {
+            at(tz, today, h)
+        } else {
+            at(tz, tomorrow, h)
+        }
+    } else {
+        next_opening(now, true, hours, profile)
+    };
     target.format("%Y-%m-%dT%H:%M:%S%:z").to_string()
 }
 
@@ -246,6 +322,64 @@ mod tests {
 
     fn run(pt: &str, now: &str) -> String {
         resolve_booking_time(pt, "", parse_now(now).unwrap(), &BusinessProfile::default())
+    }
+
+    /// Issue 15, item 2: explicit clock times, relative days, weekends and
+    /// "next <weekday>" book what the caller said (or the first opening
+    /// after it when it is outside business hours). Monday 10:15.
+    #[test]
+    fn the_times_callers_name_are_booked() {
+        let p = BusinessProfile::default(); // 9–18, seven days
+        let now = parse_now("2026-02-23T10:15:00-06:00").unwrap();
+        let r = |said: &str| resolve_booking_time(said, "", now, &p);
+        for (said, want) in [
+            ("tomorrow at 2", "2026-02-24T14:00:00-06:00"),
+            ("Friday at 3pm", "2026-02-27T15:00:00-06:00"),
+            ("next Tuesday at 2", "2026-03-03T14:00:00-06:00"),
+            ("Tuesday at 2", "2026-02-24T14:00:00-06:00"),
+            ("today at 3", "2026-02-23T15:00:00-06:00"),
+            ("at 2:30", "2026-02-23T14:30:00-06:00"),
+            ("9am", "2026-02-24T09:00:00-06:00"),
+            ("next week", "2026-03-02T09:00:00-06:00"),
+            ("this weekend", "2026-02-28T09:00:00-06:00"),
+            ("in a couple of days", "2026-02-25T09:00:00-06:00"),
+            ("it can wait a few days", "2026-02-26T09:00:00-06:00"),
+            ("next Monday afternoon", "2026-03-02T14:00:00-06:00"),
+            // Outside business hours: the first opening after it.
+            ("tomorrow at 7", "2026-02-24T09:00:00-06:00"),
+            ("Friday at 8pm", "2026-02-28T09:00:00-06:00"),
+        ] {
+            assert_eq!(r(said), want, "{said:?}");
+        }
+        let weekdays = BusinessProfile {
+            business_days: ["mon", "tue", "wed", "thu", "fri"]
+                .iter()
+                .map(|d| d.to_string())
+                .collect(),
+            ..BusinessProfile::default()
+        };
+        // A weekend visit for a weekday business: Monday's opening.
+        assert_eq!(
+            resolve_booking_time("this weekend", "", now, &weekdays),
+            "2026-03-02T09:00:00-06:00"
+        );
+    }
+
+    #[test]
+    fn booking_times_are_said_plainly() {
+        assert_eq!(
+            say_time("2026-02-24T14:00:00-06:00"),
+            "Tuesday, February 24 at 2 PM"
+        );
+        assert_eq!(
+            say_time("2026-02-24T09:30:00-06:00"),
+            "Tuesday, February 24 at 9:30 AM"
+        );
+        assert_eq!(
+            say_time("2026-02-24T12:00:00-06:00"),
+            "Tuesday, February 24 at noon"
+        );
+        assert_eq!(say_time("soon"), "soon");
     }
 
     #[test]
