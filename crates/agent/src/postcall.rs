@@ -41,6 +41,18 @@ pub fn end_call_reason(state: State, session: &Session) -> &'static str {
     }
 }
 
+/// What the caller said, one line per caller entry: the text tags are
+/// judged on. The agent's lines never count — its own safety question
+/// ("any gas smell, burning smell or smoke?") and the company name ("ACE
+/// Cooling") would tag every call.
+pub fn caller_words(log: &[crate::session::TranscriptEntry]) -> String {
+    log.iter()
+        .filter(|e| e.role == crate::session::Role::User)
+        .filter_map(|e| e.content.as_deref())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 /// `confirmed`, `attempted_failed` or `not_requested` (SPEC §7.2).
 pub fn booking_status(session: &Session) -> &'static str {
     if session.booking_confirmed {
@@ -80,9 +92,8 @@ pub fn build_job_payload(
     user_email: &str,
 ) -> Value {
     let _ = end_time;
-    let transcript_text = to_plain_text(&session.transcript_log);
     let status = booking_status(session);
-    let tags = classify_tags(state, session, &transcript_text);
+    let tags = classify_tags(state, session, &caller_words(&session.transcript_log));
     let (priority_color, priority_reason) = detect_priority(&tags, status);
     let revenue_tags: Vec<String> = tags
         .get("REVENUE")
@@ -104,7 +115,7 @@ pub fn build_job_payload(
         "urgency": map_urgency(&session.urgency_tier),
         "user_email": user_email,
         "call_id": session.call_sid,
-        "call_transcript": transcript_text,
+        "call_transcript": to_plain_text(&session.transcript_log),
         "transcript_object": to_json_array(&session.transcript_log),
         "booking_status": status,
         "end_call_reason": end_call_reason(state, session),
@@ -358,6 +369,54 @@ mod tests {
                 "{tier}"
             );
         }
+    }
+
+    /// Issue 15, item 7: one tagging, over the caller's words. The agent's
+    /// company name ("ACE Cooling") and its safety question ("any gas
+    /// smell…?") tag nothing.
+    #[test]
+    fn job_tags_are_judged_on_the_caller_s_words_only() {
+        use crate::session::TranscriptEntry;
+        let mut s = Session::new("+15125551234");
+        s.transcript_log = vec![
+            TranscriptEntry::agent(
+                "Thanks for calling ACE Cooling! How can I help you today?",
+                1.0,
+                State::Welcome,
+            ),
+            TranscriptEntry::user(
+                "my furnace is making a loud banging noise",
+                2.0,
+                State::Welcome,
+            ),
+            TranscriptEntry::agent(
+                "Quick safety check — any gas smell, burning smell or smoke right now?",
+                3.0,
+                State::Safety,
+            ),
+            TranscriptEntry::user("no, nothing like that", 4.0, State::Safety),
+        ];
+        let j = job(State::ServiceArea, &s);
+        let all: Vec<String> = j["tags"]
+            .as_object()
+            .unwrap()
+            .values()
+            .flat_map(|v| v.as_array().cloned().unwrap_or_default())
+            .filter_map(|v| v.as_str().map(String::from))
+            .collect();
+        for wrong in ["DIAGNOSTIC_SMELL", "REPAIR_AC", "GAS_LEAK"] {
+            assert!(!all.iter().any(|t| t == wrong), "{wrong} in {all:?}");
+        }
+        assert_eq!(
+            j["tags"],
+            classify_tags(State::ServiceArea, &s, &caller_words(&s.transcript_log)),
+            "the job carries the same tags as the record"
+        );
+        // The transcript sent along still has every line.
+        assert!(j["call_transcript"]
+            .as_str()
+            .unwrap()
+            .contains("ACE Cooling"));
     }
 
     #[test]

@@ -75,7 +75,7 @@ pub fn classify(outcome: &Outcome, user_email: &str) -> FinishedCall {
     // Tags are judged on what the caller said: the agent's own safety
     // question ("any gas smell, burning smell or smoke?") must not tag every
     // call as a gas leak or a fire.
-    let caller_text = caller_lines(&s.transcript_log);
+    let caller_text = agent::postcall::caller_words(&s.transcript_log);
     let reason = end_call_reason(state, s).to_string();
     let status = booking_status(s).to_string();
     let tags = classify_tags(state, s, &caller_text);
@@ -138,15 +138,6 @@ pub fn classify(outcome: &Outcome, user_email: &str) -> FinishedCall {
             .to_string(),
         record,
     }
-}
-
-/// The caller's lines, one per line.
-pub fn caller_lines(log: &[TranscriptEntry]) -> String {
-    log.iter()
-        .filter(|e| e.role == agent::session::Role::User)
-        .filter_map(|e| e.content.as_deref())
-        .collect::<Vec<_>>()
-        .join("\n")
 }
 
 /// The SPEC §7.9 JSON-array transcript plus `state` and `t` (seconds from
