@@ -209,6 +209,19 @@ pub fn print_call_record(rec: &store::CallRecord) {
         println!("tags {}", parts.join("; "));
     }
     println!("customer {}  problem {}", rec.customer_name, rec.problem);
+    let session = &r["session"];
+    let field = |k: &str| session[k].as_str().filter(|v| !v.is_empty()).unwrap_or("-");
+    println!(
+        "address {}  ZIP {}",
+        field("service_address"),
+        field("zip_code")
+    );
+    if let Some(t) = session["booked_time"].as_str().filter(|t| !t.is_empty()) {
+        println!("appointment {}", agent::booking_time::say_time(t));
+    }
+    if let Some(p) = session["callback_phone"].as_str().filter(|p| !p.is_empty()) {
+        println!("call back at {}", agent::validate::say_phone(p));
+    }
     println!("transcript:");
     print_outcome_text(&serde_json::json!({
         "call_id": rec.call_id,

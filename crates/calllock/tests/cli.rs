@@ -449,6 +449,13 @@ fn chat_reads_back_the_whole_street_address() {
         rec["session"]["service_address"], "1207 Oak Hollow Drive, Apartment 4B",
         "the saved call keeps the address: {rec}"
     );
+    // `calls show` tells the owner where and when (issue 15, item 7).
+    let show = text(&run(bin().arg("--db").arg(&db).args(["calls", "show", &id])).stdout);
+    assert!(
+        show.contains("address 1207 Oak Hollow Drive, Apartment 4B  ZIP 78745"),
+        "{show}"
+    );
+    assert!(show.contains("appointment "), "{show}");
 }
 
 #[test]
