@@ -7,11 +7,11 @@
 
 use agent::engine::EngineConfig;
 use agent::BusinessProfile;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
 /// Timing of the conversation engine (seconds).
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct EngineSection {
     pub buffer_debounce_s: f64,
@@ -53,7 +53,7 @@ impl EngineSection {
 }
 
 /// How simulated calls (chat, demo, replay) model time.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct SimSection {
     /// Seconds from an LLM request to its reply.
@@ -77,7 +77,7 @@ impl Default for SimSection {
 /// The conversation LLM: any OpenAI-compatible chat-completions server
 /// (OpenAI, a local llama.cpp / Ollama / vLLM server, …). Off (the scripted
 /// responder speaks) while `base_url` and `api_key` are both empty.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct LlmSection {
     /// e.g. "https://api.openai.com/v1" or "http://127.0.0.1:8080/v1".
@@ -121,7 +121,7 @@ impl LlmSection {
 }
 
 /// Which booking backend answers the agent's tools.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "lowercase")]
 pub enum BackendKind {
     /// Bookings in CallLock's own database.
@@ -132,7 +132,7 @@ pub enum BackendKind {
 }
 
 /// The booking backend.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct BackendSection {
     pub kind: BackendKind,
@@ -156,7 +156,7 @@ impl Default for BackendSection {
 
 /// The dashboard webhooks (SPEC §7.1–§7.8). Delivery is off while
 /// `jobs_url` is empty.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct DashboardSection {
     pub jobs_url: String,
@@ -188,7 +188,7 @@ impl DashboardSection {
 }
 
 /// Retries of undelivered post-call work (D-17).
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct OutboxSection {
     /// First retry delay; doubled per failed attempt …
@@ -213,7 +213,7 @@ impl Default for OutboxSection {
 }
 
 /// The whole configuration.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Config {
     /// The database: a SQLite file (created on first use) or a
@@ -269,6 +269,54 @@ pub fn default_database() -> PathBuf {
             .join("calllock.db");
     }
     PathBuf::from("calllock.db")
+}
+
+impl Config {
+    /// The effective configuration as TOML (every section, in the file's
+    /// own format), secrets shown only as `"<set>"` and a database URL's
+    /// password masked. What `calllock config` prints.
+    pub fn to_toml_redacted(&self) -> String {
+        let mut v = toml::Value::try_from(self)
+            .unwrap_or_else(|e| toml::Value::String(format!("cannot show the configuration: {e}")));
+        let mask = |s: &str| {
+            if s.is_empty() {
+                String::new()
+            } else {
+                "<set>".into()
+            }
+        };
+        if let Some(t) = v.as_table_mut() {
+            for (section, key) in [
+                ("llm", "api_key"),
+                ("backend", "api_key"),
+                ("dashboard", "webhook_secret"),
+            ] {
+                if let Some(toml::Value::String(s)) =
+                    t.get_mut(section).and_then(|x| x.get_mut(key))
+                {
+                    *s = mask(s);
+                }
+            }
+            if let Some(toml::Value::String(db)) = t.get_mut("database") {
+                *db = redact_url_password(db);
+            }
+        }
+        toml::to_string_pretty(&v).unwrap_or_default()
+    }
+}
+
+/// `postgres://user:secret@host/db` → `postgres://user:<set>@host/db`.
+pub fn redact_url_password(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_string();
+    };
+    let Some((userinfo, host)) = rest.split_once('@') else {
+        return url.to_string();
+    };
+    match userinfo.split_once(':') {
+        Some((user, _)) => format!("{scheme}://{user}:<set>@{host}"),
+        None => url.to_string(),
+    }
 }
 
 /// Every problem with the configuration, reported at once.

@@ -227,11 +227,8 @@ async fn run(cli: Cli) -> Result<()> {
             if example {
                 print!("{}", config::EXAMPLE);
             } else {
-                println!("# effective configuration (valid)");
-                println!("database = {:?}", cfg.database.display().to_string());
-                println!("{:#?}", cfg.business);
-                println!("{:#?}", cfg.engine);
-                println!("{:#?}", cfg.sim);
+                println!("# effective configuration (valid); secrets are shown as \"<set>\"");
+                print!("{}", cfg.to_toml_redacted());
             }
             Ok(())
         }

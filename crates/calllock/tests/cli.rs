@@ -519,3 +519,42 @@ fn chat_always_logs_the_transcript_dump() {
         );
     }
 }
+
+/// Issue 15, item 9: `calllock config` prints every section readably (as
+/// TOML a person could paste into a config file), never a secret.
+#[test]
+fn config_prints_every_section_without_secrets() {
+    let out = run(bin()
+        .env("OPENAI_API_KEY", "sk-very-secret")
+        .env("DASHBOARD_WEBHOOK_SECRET", "whsec-very-secret")
+        .env(
+            "CALLLOCK_DATABASE",
+            "postgres://calllock:pg-very-secret@db/calllock",
+        )
+        .arg("config"));
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{stdout}{}", text(&out.stderr));
+    assert!(!stdout.contains("very-secret"), "{stdout}");
+    assert!(!stdout.contains("Section {"), "no debug structs: {stdout}");
+    let v: toml::Value = toml::from_str(&stdout).expect("the output is TOML");
+    for section in [
+        "business",
+        "engine",
+        "sim",
+        "llm",
+        "backend",
+        "dashboard",
+        "outbox",
+    ] {
+        assert!(
+            v.get(section).is_some_and(toml::Value::is_table),
+            "[{section}] missing"
+        );
+    }
+    assert_eq!(v["llm"]["api_key"].as_str(), Some("<set>"));
+    assert_eq!(v["dashboard"]["webhook_secret"].as_str(), Some("<set>"));
+    assert_eq!(
+        v["database"].as_str(),
+        Some("postgres://calllock:<set>@db/calllock")
+    );
+}
