@@ -222,6 +222,9 @@ pub struct Config {
     /// This process's name in a shared database (which instance owns a
     /// live call). Default: the host name.
     pub instance: String,
+    /// A process that wrote no heartbeat for this long is gone: its live
+    /// calls are taken over (interrupted, post-processed) by another.
+    pub instance_lease_s: f64,
     pub business: BusinessProfile,
     pub engine: EngineSection,
     pub sim: SimSection,
@@ -236,6 +239,7 @@ impl Default for Config {
         Config {
             database: default_database(),
             instance: default_instance(),
+            instance_lease_s: 30.0,
             business: BusinessProfile::default(),
             engine: EngineSection::default(),
             sim: SimSection::default(),
@@ -428,6 +432,7 @@ pub fn load_from(path: Option<&Path>, env: &[(String, String)]) -> Result<Config
     if let Some(v) = get("CALLLOCK_INSTANCE") {
         cfg.instance = v;
     }
+    num("CALLLOCK_INSTANCE_LEASE_S", &mut cfg.instance_lease_s);
     // Vendors: the reference agent's variable names work too.
     let text_vars: [(&[&str], &mut String); 10] = [
         (
@@ -597,6 +602,7 @@ fn vendor_problems(cfg: &Config) -> Vec<String> {
         ),
         ("outbox.poll_s", cfg.outbox.poll_s, 0.01, 3600.0),
         ("outbox.lease_s", cfg.outbox.lease_s, 1.0, 86400.0),
+        ("instance_lease_s", cfg.instance_lease_s, 0.5, 3600.0),
     ] {
         if !(v.is_finite() && (lo..=hi).contains(&v)) {
             out.push(format!(
@@ -618,6 +624,12 @@ pub const EXAMPLE: &str = r#"# CallLock configuration. Every key is optional; th
 # CALLLOCK_DIAGNOSTIC_PRICE, CALLLOCK_GREETING, CALLLOCK_BUFFER_DEBOUNCE_S, …
 
 # database = "/home/you/.local/share/calllock/calllock.db"
+# Several processes may share one database (PostgreSQL). Each names itself
+# "<instance>:<pid>:<start>" and writes a heartbeat; a live call is taken
+# over by another process only when its owner wrote no heartbeat for
+# instance_lease_s (it crashed). CALLLOCK_INSTANCE, CALLLOCK_INSTANCE_LEASE_S.
+# instance = "<host name>"
+instance_lease_s = 30.0
 
 [business]
 company_name = "ACE Cooling"

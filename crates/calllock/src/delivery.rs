@@ -580,14 +580,17 @@ impl OutboxWorker {
     }
 }
 
-/// After a crash: every call this instance left `active` is marked
-/// `interrupted`, rebuilt from its journal and put through post-call
-/// processing (as is any call whose post-call processing did not finish).
-/// Returns the ids processed.
-pub async fn recover(post: &PostCall, instance: &str) -> Result<Vec<String>, store::StoreError> {
-    post.store.mark_interrupted(instance).await?;
+/// Take over the calls of processes that are gone (no heartbeat within
+/// `lease_s`, see [`crate::instance`]): every call they left `active` is
+/// marked `interrupted`, rebuilt from its journal and put through post-call
+/// processing, as is any call of theirs whose post-call processing did not
+/// finish. The calls of live processes are never touched. Returns the ids
+/// processed.
+pub async fn recover(post: &PostCall, lease_s: f64) -> Result<Vec<String>, store::StoreError> {
+    let now = (post.clock)();
+    post.store.mark_orphans_interrupted(now, lease_s).await?;
     let mut ids = Vec::new();
-    for (id, status, started) in post.store.calls_pending_postcall().await? {
+    for (id, status, started) in post.store.calls_pending_postcall(now, lease_s).await? {
         let events = post.store.events(&id).await?;
         let started = if started > 0.0 {
             started
@@ -606,6 +609,32 @@ pub async fn recover(post: &PostCall, instance: &str) -> Result<Vec<String>, sto
         ids.push(id);
     }
     Ok(ids)
+}
+
+/// [`recover`] every `lease_s` until `stop` says so: calls of processes
+/// that die while this one runs are taken over once their lease is out.
+pub async fn keep_recovering(
+    post: PostCall,
+    lease_s: f64,
+    mut stop: tokio::sync::watch::Receiver<bool>,
+) {
+    let every = std::time::Duration::from_secs_f64(lease_s.max(0.5));
+    loop {
+        tokio::select! {
+            _ = tokio::time::sleep(every) => {}
+            _ = stop.changed() => return,
+        }
+        if *stop.borrow() {
+            return;
+        }
+        match recover(&post, lease_s).await {
+            Ok(ids) if !ids.is_empty() => {
+                tracing::warn!(calls = ?ids, "took over calls of a process that is gone")
+            }
+            Ok(_) => {}
+            Err(e) => tracing::warn!(error = %e, "recovery pass failed"),
+        }
+    }
 }
 
 #[cfg(test)]

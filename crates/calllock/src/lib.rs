@@ -9,6 +9,7 @@ pub mod delivery;
 pub mod demo;
 pub mod display;
 pub mod harness;
+pub mod instance;
 pub mod journal;
 pub mod logging;
 pub mod ops;

@@ -10,6 +10,7 @@ use agent::engine::Engine;
 use agent::responder::Responder;
 use agent::Session;
 use anyhow::{bail, Context, Result};
+use calllock::instance::KeepAlive;
 use clap::{Parser, Subcommand};
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -410,7 +411,13 @@ async fn outbox_deliver(
 ) -> Result<()> {
     let vendors = calllock::wiring::vendors(cfg, store).await?;
     let post = vendors.post_call(cfg);
-    let recovered = calllock::delivery::recover(&post, &cfg.instance).await?;
+    let alive = KeepAlive::start(
+        vendors.store.clone(),
+        calllock::wiring::worker_name(cfg),
+        cfg.instance_lease_s,
+    )
+    .await?;
+    let recovered = calllock::delivery::recover(&post, cfg.instance_lease_s).await?;
     if !recovered.is_empty() {
         eprintln!(
             "recovered {} interrupted call(s): {}",
@@ -448,6 +455,7 @@ async fn outbox_deliver(
     }
     let left = vendors.store.outbox_pending().await?.len();
     println!("{left} pending");
+    alive.stop().await;
     Ok(())
 }
 
@@ -471,7 +479,7 @@ async fn chat(cfg: &config::Config, caller_id: String) -> Result<()> {
         &c.call_id,
         &caller_id,
         start,
-        &cfg.instance,
+        c.alive.id(),
     )
     .await
     .context("registering the call")?;
@@ -525,8 +533,10 @@ struct ConsoleCall {
     vendors: calllock::wiring::Vendors,
     call_id: String,
     color: bool,
-    /// Stops the background outbox worker.
+    /// Stops the background outbox worker and recovery.
     stop_worker: tokio::sync::watch::Sender<bool>,
+    /// This process's heartbeat (it owns the call).
+    alive: KeepAlive,
 }
 
 impl ConsoleCall {
@@ -535,8 +545,15 @@ impl ConsoleCall {
         let vendors = calllock::wiring::vendors(cfg, store).await?;
         // A call a crash left unfinished is recovered first; then the
         // outbox is worked in the background while the call runs.
+        let alive = KeepAlive::start(
+            vendors.store.clone(),
+            calllock::wiring::worker_name(cfg),
+            cfg.instance_lease_s,
+        )
+        .await
+        .context("registering this process in the database")?;
         let post = vendors.post_call(cfg);
-        match calllock::delivery::recover(&post, &cfg.instance).await {
+        match calllock::delivery::recover(&post, cfg.instance_lease_s).await {
             Ok(ids) if !ids.is_empty() => eprintln!(
                 "recovered {} call(s) interrupted mid-call: {}",
                 ids.len(),
@@ -551,6 +568,12 @@ impl ConsoleCall {
             std::time::Duration::from_secs_f64(cfg.outbox.poll_s),
             stop_rx,
         ));
+        // Take over the calls of processes that die while this one runs.
+        tokio::spawn(calllock::delivery::keep_recovering(
+            post,
+            cfg.instance_lease_s,
+            stop_worker.subscribe(),
+        ));
         let call_id = new_call_id(prefix);
         let mut session = Session::new(caller_id.to_string());
         session.call_sid = call_id.clone();
@@ -561,6 +584,7 @@ impl ConsoleCall {
                 call_id,
                 color: std::io::stdout().is_terminal(),
                 stop_worker,
+                alive,
             },
             engine,
         ))
@@ -583,6 +607,7 @@ impl ConsoleCall {
             .handle_call_ended(outcome, false)
             .await;
         let _ = self.stop_worker.send(true);
+        self.alive.stop().await;
         display::print_summary(&report.finished, self.color);
         let mut note = format!(
             "saved; see `calllock calls show {}`",
@@ -625,7 +650,7 @@ async fn voice_call(cfg: &config::Config, caller_id: String) -> Result<()> {
         &c.call_id,
         &caller_id,
         start,
-        &cfg.instance,
+        c.alive.id(),
     )
     .await
     .context("registering the call")?;

@@ -163,9 +163,10 @@ impl Vendors {
     }
 }
 
-/// This process's name in outbox leases: instance and process id.
+/// This process's name in outbox leases and as the owner of its live calls
+/// (see [`crate::instance`]).
 pub fn worker_name(cfg: &Config) -> String {
-    format!("{}:{}", cfg.instance, std::process::id())
+    crate::instance::process_id(&cfg.instance)
 }
 
 fn backoff(cfg: &Config) -> Backoff {

@@ -24,6 +24,8 @@ fn bin(dashboard: &FakeHttp) -> Command {
         .env_remove("V2_BACKEND_URL")
         .env("HOME", std::env::temp_dir())
         .env("CALLLOCK_INSTANCE", "crash-test")
+        // A process that wrote no heartbeat for a second is gone.
+        .env("CALLLOCK_INSTANCE_LEASE_S", "1")
         .env("DASHBOARD_JOBS_URL", format!("{}/jobs", dashboard.url()))
         .env("DASHBOARD_CALLS_URL", format!("{}/calls", dashboard.url()))
         .env(
@@ -144,7 +146,9 @@ fn kill_9_mid_call_then_restart_recovers_the_call_and_delivers_once() {
         "nothing was delivered before the kill"
     );
 
-    // Restart: recovery, post-call, delivery.
+    // Restart once the dead process's lease ran out: recovery, post-call,
+    // delivery.
+    std::thread::sleep(Duration::from_millis(1500));
     let out = bin(&fake)
         .arg("--db")
         .arg(&db)
@@ -222,6 +226,91 @@ fn kill_9_mid_call_then_restart_recovers_the_call_and_delivers_once() {
         .unwrap();
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert_eq!(fake.request_count(), 2, "delivered twice");
+}
+
+/// Issue 15, item 8: a second process on the same database (same instance
+/// name, same host) never takes over the first one's live call: the first
+/// finishes it and its real record is the one delivered, once.
+#[test]
+fn a_second_process_leaves_a_live_call_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("two.db");
+    let fake = dashboard();
+    let mut child = bin(&fake)
+        .arg("--db")
+        .arg(&db)
+        .arg("chat")
+        .env("CALLLOCK_BUFFER_DEBOUNCE_S", "0.1")
+        .env("CALLLOCK_LLM_LATENCY_S", "0")
+        .env("CALLLOCK_TOOL_LATENCY_S", "0")
+        .env("CALLLOCK_SPEECH_CHARS_PER_S", "5000")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let first = [
+        "my AC stopped cooling",
+        "",
+        "no, nothing like that",
+        "78745",
+    ];
+    for l in first {
+        std::thread::sleep(Duration::from_millis(350));
+        writeln!(stdin, "{l}").unwrap();
+    }
+    let (call_id, _) = wait_for_events(&db, 6, "78745");
+    // A second process: an operator runs `outbox deliver` (or another
+    // chat) while the call is live, well past the 1 s lease.
+    std::thread::sleep(Duration::from_millis(1500));
+    for _ in 0..2 {
+        let out = bin(&fake)
+            .arg("--db")
+            .arg(&db)
+            .args(["outbox", "deliver", "--now"])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        assert!(
+            !text(&out.stderr).contains(&call_id),
+            "the live call was taken over: {}",
+            text(&out.stderr)
+        );
+    }
+    assert_eq!(fake.request_count(), 0, "nothing sent for a live call");
+    rt().block_on(async {
+        let store = store::Store::open(&db).await.unwrap();
+        let s = store.call_summary(&call_id).await.unwrap().unwrap();
+        assert_eq!(s.status, store::CallStatus::Active, "still live");
+    });
+    // The first process finishes its call: its record is the one sent.
+    for l in [
+        "My name is Dana Fields",
+        "It's 4329 Franklin Street",
+        "no that's all",
+        "as soon as possible",
+        "yes that's right",
+        "thanks, bye",
+    ] {
+        std::thread::sleep(Duration::from_millis(350));
+        writeln!(stdin, "{l}").unwrap();
+    }
+    std::thread::sleep(Duration::from_millis(2000));
+    drop(stdin);
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let reqs = fake.requests();
+    let paths: Vec<&str> = reqs.iter().map(|r| r.path.as_str()).collect();
+    assert_eq!(paths, ["/jobs", "/calls"], "{paths:?}");
+    let job = reqs[0].json.clone().unwrap();
+    assert_eq!(job["call_id"], call_id.as_str());
+    assert_eq!(job["booking_status"], "confirmed", "the real record: {job}");
+    rt().block_on(async {
+        let store = store::Store::open(&db).await.unwrap();
+        let s = store.call_summary(&call_id).await.unwrap().unwrap();
+        assert_eq!(s.status, store::CallStatus::Completed);
+    });
 }
 
 #[test]

@@ -4,7 +4,7 @@
 //! happens ([`Store::append_event`]); the call's row in `calls` says whether
 //! it is `active` (owned by a live process, `instance`), `completed` (its
 //! final record is saved) or `interrupted` (its process died: found by
-//! [`Store::mark_interrupted`] at the next start; the events are what is
+//! [`Store::mark_orphans_interrupted`] at the next start; the events are what is
 //! left of it, and post-call processing still has to run).
 //!
 //! ## Appending fast
@@ -208,19 +208,26 @@ impl Store {
         .collect()
     }
 
-    /// At start-up (after a crash): every call still `active` for
-    /// `instance` becomes `interrupted`. Returns their ids.
-    pub async fn mark_interrupted(&self, instance: &str) -> Result<Vec<String>, StoreError> {
-        let mut ids: Vec<String> = sqlx::query_scalar(
+    /// Every call still `active` whose process is gone (no heartbeat since
+    /// `now_unix - lease_s`, see [`crate::instances`]) becomes
+    /// `interrupted`. Returns their ids. A live process's calls are never
+    /// touched, whatever its name.
+    pub async fn mark_orphans_interrupted(
+        &self,
+        now_unix: f64,
+        lease_s: f64,
+    ) -> Result<Vec<String>, StoreError> {
+        let mut ids: Vec<String> = sqlx::query_scalar(&format!(
             "UPDATE calls SET status = 'interrupted' \
-             WHERE status = 'active' AND instance = $1 RETURNING call_id",
-        )
-        .bind(instance)
+             WHERE status = 'active' AND {} RETURNING call_id",
+            crate::instances::OWNER_GONE
+        ))
+        .bind(now_unix - lease_s)
         .fetch_all(self.pool())
         .await?;
         ids.sort();
         if !ids.is_empty() {
-            tracing::warn!(instance, calls = ?ids, "calls interrupted by a restart");
+            tracing::warn!(calls = ?ids, "calls left active by a process that is gone");
         }
         Ok(ids)
     }

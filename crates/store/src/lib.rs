@@ -12,7 +12,7 @@
 //! * The call event log ([`Store::append_event`]: committed when it
 //!   returns; inline group commit on a SQLite file, a group-commit writer
 //!   task on PostgreSQL) and the call lifecycle ([`Store::begin_call`],
-//!   [`Store::mark_interrupted`], [`Store::save_call`]).
+//!   [`Store::mark_orphans_interrupted`], [`Store::save_call`]).
 //! * The outbox of D-17 ([`Store::outbox_enqueue`],
 //!   [`Store::outbox_claim_due`], …).
 //! * [`DEMO_CUSTOMERS`] / [`EmbeddedBackend::seed_demo`]: demo data.
@@ -34,6 +34,7 @@ mod backend;
 mod dialect;
 mod events;
 mod ids;
+mod instances;
 mod outbox;
 mod records;
 mod seed;

@@ -390,17 +390,23 @@ impl Store {
         Ok(())
     }
 
-    /// Calls whose post-call processing has not finished — interrupted
+    /// Calls whose post-call processing has not finished and whose process
+    /// is gone (no heartbeat since `now_unix - lease_s`) — interrupted
     /// calls, and finished calls whose process died while queueing their
-    /// deliveries — oldest first: `(call_id, status, started_unix)`.
+    /// deliveries — oldest first: `(call_id, status, started_unix)`. A live
+    /// process finishing its own call's post-call work is left alone.
     pub async fn calls_pending_postcall(
         &self,
+        now_unix: f64,
+        lease_s: f64,
     ) -> Result<Vec<(String, CallStatus, f64)>, StoreError> {
-        let rows = sqlx::query(
+        let rows = sqlx::query(&format!(
             "SELECT call_id, status, started_unix FROM calls \
-             WHERE status IN ('interrupted', 'completed') AND postcall_done = 0 \
+             WHERE status IN ('interrupted', 'completed') AND postcall_done = 0 AND {} \
              ORDER BY started_unix, call_id",
-        )
+            crate::instances::OWNER_GONE
+        ))
+        .bind(now_unix - lease_s)
         .fetch_all(self.pool())
         .await?;
         rows.iter()

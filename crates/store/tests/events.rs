@@ -153,8 +153,13 @@ both! {
             drop(s);
         }
         let s = Store::connect(&at).await.unwrap();
-        assert_eq!(s.mark_interrupted("inst-a").await.unwrap(), ["CA_live"]);
-        assert!(s.mark_interrupted("inst-a").await.unwrap().is_empty());
+        // inst-b is alive (a heartbeat within the lease); inst-a died.
+        let now = T0 + 100.0;
+        s.heartbeat("inst-a", now - 31.0).await.unwrap();
+        s.heartbeat("inst-b", now - 5.0).await.unwrap();
+        assert_eq!(s.live_instances(now, 30.0).await.unwrap(), ["inst-b"]);
+        assert_eq!(s.mark_orphans_interrupted(now, 30.0).await.unwrap(), ["CA_live"]);
+        assert!(s.mark_orphans_interrupted(now, 30.0).await.unwrap().is_empty());
         let evs = s.events("CA_live").await.unwrap();
         assert_eq!(evs.len(), 50);
         assert!(evs.iter().enumerate().all(|(i, e)| e.seq == i as i64 + 1 && e.data["n"] == e.seq));
@@ -176,11 +181,17 @@ both! {
         assert_eq!(rec.started_at.timestamp(), T0 as i64);
 
         // Post-call processing of the interrupted call.
-        let pending: Vec<String> = s.calls_pending_postcall().await.unwrap().into_iter().map(|(id, _, _)| id).collect();
+        let pending: Vec<String> = s.calls_pending_postcall(now, 30.0).await.unwrap().into_iter().map(|(id, _, _)| id).collect();
         assert_eq!(pending, ["CA_live"]);
         assert!(s.mark_postcall_done("CA_live").await.unwrap());
         assert!(!s.mark_postcall_done("CA_nope").await.unwrap());
-        assert!(s.calls_pending_postcall().await.unwrap().is_empty());
+        assert!(s.calls_pending_postcall(now, 30.0).await.unwrap().is_empty());
+        // Once inst-b's heartbeat is older than the lease, its call is an
+        // orphan too; a clean stop (retire) makes it one at once.
+        assert_eq!(s.mark_orphans_interrupted(now + 26.0, 30.0).await.unwrap(), ["CA_other_instance"]);
+        s.heartbeat("inst-b", now + 30.0).await.unwrap();
+        s.retire_instance("inst-b").await.unwrap();
+        assert!(s.live_instances(now + 30.0, 30.0).await.unwrap().is_empty());
         // Its final record, built later, completes it.
         s.save_call(&record("CA_live", "+15125550100")).await.unwrap();
         assert_eq!(s.call_status("CA_live").await.unwrap(), Some(CallStatus::Completed));
@@ -211,12 +222,12 @@ both! {
         // A completed call does not begin again.
         let err = s.begin_call("CA1", "+15125550100", T0, "inst-a").await.unwrap_err();
         assert!(matches!(&err, StoreError::CallCompleted { call_id } if call_id == "CA1"), "{err:?}");
-        assert!(s.mark_interrupted("inst-b").await.unwrap().is_empty());
+        assert!(s.mark_orphans_interrupted(T0 + 10.0, 30.0).await.unwrap().is_empty());
 
         // Saved without begin_call: completed too.
         s.save_call(&record("CA2", "+15125550101")).await.unwrap();
         assert_eq!(s.call_status("CA2").await.unwrap(), Some(CallStatus::Completed));
-        assert!(s.calls_pending_postcall().await.unwrap().is_empty());
+        assert!(s.calls_pending_postcall(T0 + 10.0, 30.0).await.unwrap().is_empty());
     }
 }
 
@@ -227,7 +238,9 @@ both! {
         s.save_call(&record("CA_old", "+15125550100")).await.unwrap();
         s.begin_call("CA_live", "+15125550101", T0 + 3600.0, "i").await.unwrap();
         s.begin_call("CA_cut", "+15125550102", T0 + 7200.5, "j").await.unwrap();
-        s.mark_interrupted("j").await.unwrap();
+        // "i" is alive, "j" is gone.
+        s.heartbeat("i", T0 + 7300.0).await.unwrap();
+        s.mark_orphans_interrupted(T0 + 7300.0, 30.0).await.unwrap();
 
         let all = s.list_calls_with(None, None, 10).await.unwrap();
         let ids: Vec<_> = all.iter().map(|c| (c.call_id.as_str(), c.status)).collect();
