@@ -25,6 +25,7 @@ pub mod machine;
 pub mod postcall;
 pub mod profile;
 pub mod prompts;
+pub mod questions;
 pub mod responder;
 pub mod safety;
 pub mod session;

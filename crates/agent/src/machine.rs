@@ -12,9 +12,10 @@
 use crate::booking_time::said;
 use crate::keywords::{
     lowercase, match_any, MANAGE_BOOKING_KEYWORDS, NEW_ISSUE_SIGNALS, ROUTINE_SIGNALS,
-    SCHEDULE_SIGNALS, TIME_PATTERNS, URGENT_SIGNALS, YES_SIGNALS,
+    SCHEDULE_SIGNALS, SERVICE_KEYWORDS, TIME_PATTERNS, URGENT_SIGNALS, YES_SIGNALS,
 };
 use crate::profile::BusinessProfile;
+use crate::questions::{off_script_question, Question};
 use crate::session::Session;
 use crate::state::{State, Tool};
 use crate::tools;
@@ -263,7 +264,17 @@ impl StateMachine {
     }
 
     fn welcome(&self, s: &mut Session, text: &str) -> Action {
-        let intent = classify_intent(text);
+        let question = off_script_question(text);
+        if question.is_some() && !match_any(text, SERVICE_KEYWORDS) {
+            // "How much is a visit?", "are you a robot?": answered, and the
+            // call is still at its start — not a billing call, not a lookup.
+            return Action::llm();
+        }
+        let mut intent = classify_intent(text);
+        if question == Some(Question::Price) && intent == Intent::NonService {
+            // "How much do you charge to fix my AC?" is a service caller.
+            intent = Intent::Service;
+        }
         s.caller_intent = intent.as_str().to_string();
         if intent == Intent::NonService {
             if let Some(kind) = non_service_callback_type(text) {

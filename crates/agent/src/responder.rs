@@ -12,6 +12,7 @@
 use crate::extract::{heuristic_extract, ExtractedFields};
 use crate::profile::BusinessProfile;
 use crate::prompts::terminal_script;
+use crate::questions::{answer, off_script_question};
 use crate::session::{HistoryMessage, Session};
 use crate::state::State;
 use futures_core::Stream;
@@ -252,8 +253,34 @@ impl ScriptedResponder {
         ScriptedResponder { profile }
     }
 
-    /// The line for one turn (what [`Responder::reply`] streams).
+    /// The line for one turn (what [`Responder::reply`] streams). An
+    /// off-script question (price, robot, brands, hours) is answered from
+    /// the profile, then the step in progress is taken up again.
     pub fn line(&self, req: &TurnRequest) -> String {
+        let question = off_script_question(req.last_user_text());
+        let answered_elsewhere = matches!(
+            req.state,
+            State::Confirm
+                | State::SafetyExit
+                | State::Callback
+                | State::BookingFailed
+                | State::NonService
+        );
+        match question {
+            Some(q) if !answered_elsewhere => {
+                let resume = match req.state {
+                    State::Welcome => "What can I help you with today?".to_string(),
+                    State::PreConfirm => "Shall I go ahead and book that?".to_string(),
+                    _ => self.step_line(req),
+                };
+                format!("{} {resume}", answer(q, &self.profile))
+            }
+            _ => self.step_line(req),
+        }
+    }
+
+    /// The line of the step in progress.
+    fn step_line(&self, req: &TurnRequest) -> String {
         let user = req.last_user_text().trim().to_lowercase();
         let asked = |marker: &str| {
             req.messages

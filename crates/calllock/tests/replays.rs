@@ -343,3 +343,55 @@ fn the_time_the_caller_names_is_read_back_and_booked() {
         assert_eq!(r["final_state"], "confirm", "{when:?}");
     }
 }
+
+/// Issue 15, item 3: off-script questions are answered from the business
+/// profile and the call goes back to the step in progress — a price question
+/// is no billing call, a question at the read-back is no correction.
+#[test]
+fn off_script_questions_are_answered_and_the_call_goes_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = write_script(
+        dir.path(),
+        &[
+            "how much do you charge for a visit?",
+            "are you a robot?",
+            "my AC is not cooling",
+            "no, nothing like that",
+            "do you service Carrier units?",
+            "78745",
+            "My name is Dana Fields",
+            "It's 4329 Franklin Street",
+            "what are your hours?",
+            "as soon as possible",
+            "how much will this cost?",
+            "yes",
+        ],
+    );
+    let r = replay(&script);
+    let lines = agent_lines(&r);
+    for answer in [
+        "$89",
+        "virtual receptionist",
+        "all major brands",
+        "open every day from 9 AM to 6 PM",
+    ] {
+        assert!(
+            lines.iter().any(|l| l.contains(answer)),
+            "{answer:?} not said: {lines:#?}"
+        );
+    }
+    let states: Vec<&str> = r["transcript"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|e| e["state"].as_str())
+        .collect();
+    assert!(
+        !states.contains(&"non_service"),
+        "a price question is no billing call: {states:?}"
+    );
+    assert!(!states.contains(&"callback"), "{states:?}");
+    assert_eq!(r["final_state"], "confirm", "{lines:#?}");
+    assert_eq!(r["booking_status"], "confirmed");
+    assert_no_line_twice_in_a_row(&lines);
+}
