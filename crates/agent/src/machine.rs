@@ -23,7 +23,7 @@ use crate::validate::{
     classify_intent, detect_callback_request, detect_high_ticket, extract_phone, extract_zip,
     is_bare_no, is_service_area, is_wrap_up, manage_request, names_a_time,
     non_service_callback_type, safety_answer, validate_address, validate_name, validate_zip,
-    zip_correction, Intent, ManageRequest, SafetyAnswer,
+    zip_correction, Intent, ManageRequest, SafetyAnswer, MISSED_CALLBACK_PHRASES,
 };
 use serde_json::Value;
 
@@ -275,6 +275,10 @@ impl StateMachine {
             // "How much do you charge to fix my AC?" is a service caller.
             intent = Intent::Service;
         }
+        if intent == Intent::Service && match_any(text, MISSED_CALLBACK_PHRASES) {
+            // "Nobody called me back": a follow-up, not a new service call.
+            intent = Intent::FollowUp;
+        }
         s.caller_intent = intent.as_str().to_string();
         if intent == Intent::NonService {
             if let Some(kind) = non_service_callback_type(text) {
@@ -442,6 +446,10 @@ fn follow_up(s: &mut Session, text: &str) -> Action {
 /// D-8: cancel, reschedule (once a new time is named) and status requests
 /// call `manage_appointment`; the result moves to confirm or callback.
 fn manage_booking(s: &mut Session, text: &str) -> Action {
+    if is_wrap_up(text) && manage_request(text).is_none() {
+        // "Ok thanks" after the answer: done, not another round.
+        return Action::end();
+    }
     if match_any(text, NEW_ISSUE_SIGNALS) {
         transition(s, State::Safety, Why::Rule);
         return Action::llm();

@@ -614,6 +614,25 @@ pub fn is_bare_no(text: &str) -> bool {
     no && !t.as_str().bytes().any(|b| b.is_ascii_digit())
 }
 
+/// A caller owed a callback saying so in other words than the reference's
+/// FOLLOW_UP_KEYWORDS ("nobody called me back", "I was promised a call").
+pub const MISSED_CALLBACK_PHRASES: &[&str] = &[
+    "nobody called",
+    "no one called",
+    "nobody's called",
+    "never called",
+    "didn't call",
+    "did not call",
+    "haven't heard back",
+    "never heard back",
+    "promised a call",
+    "promised me a call",
+    "supposed to call",
+    "said they would call",
+    "said someone would call",
+    "was told someone would call",
+];
+
 /// D-9: the caller signals they are done (bye, that's all, no thanks, thank
 /// you, all set, have a good one). A question ("how much will the visit
 /// cost?", "thanks, what time will they come?") is not a wrap-up unless it
@@ -690,6 +709,15 @@ const STATUS_PHRASES: &[&str] = &[
     "still on",
     "still scheduled",
     "confirm my appointment",
+    "check on it",
+    "checking on it",
+    "check on my appointment",
+    "checking on my appointment",
+    "just checking",
+    "make sure it's still",
+    "is it still",
+    "still coming",
+    "still happening",
 ];
 
 /// D-8: recognise a cancel, reschedule or status request (reschedule wins

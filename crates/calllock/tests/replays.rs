@@ -12,12 +12,21 @@ fn replay(script: &Path) -> Value {
 }
 
 fn replay_at(script: &Path, now: &str) -> Value {
+    replay_with(script, &["--now", now])
+}
+
+fn replay_with(script: &Path, args: &[&str]) -> Value {
+    let mut args = args.to_vec();
+    if !args.contains(&"--now") {
+        args.extend(["--now", "2026-02-23T10:15:00-06:00"]);
+    }
     let out = Command::new(env!("CARGO_BIN_EXE_calllock"))
         .env_remove("CALLLOCK_CONFIG")
         .env_remove("CALLLOCK_DATABASE")
         .arg("replay")
         .arg(script)
-        .args(["--json", "--now", now])
+        .arg("--json")
+        .args(&args)
         .output()
         .expect("calllock runs");
     assert!(
@@ -394,4 +403,50 @@ fn off_script_questions_are_answered_and_the_call_goes_on() {
     assert_eq!(r["final_state"], "confirm", "{lines:#?}");
     assert_eq!(r["booking_status"], "confirmed");
     assert_no_line_twice_in_a_row(&lines);
+}
+
+/// Issue 15, item 6: returning callers are not sent in circles.
+#[test]
+fn returning_callers_get_what_they_called_for() {
+    let dir = tempfile::tempdir().unwrap();
+    // Jonas has an appointment: "just checking on it" is a status check.
+    let script = write_script(
+        dir.path(),
+        &[
+            "hi, just checking on my appointment",
+            "just checking on it",
+            "ok thanks",
+        ],
+    );
+    let r = replay_with(&script, &["--caller-id", "+15125550100"]);
+    let lines = agent_lines(&r);
+    assert!(
+        r["tool_calls"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t["tool"] == "manage_appointment" && t["args"]["action"] == "status"),
+        "{lines:#?}"
+    );
+    assert!(
+        lines.iter().any(|l| l.contains("still on for")),
+        "{lines:#?}"
+    );
+    assert_eq!(r["final_state"], "confirm");
+    assert_no_line_twice_in_a_row(&lines);
+
+    // Maria is owed a callback: "nobody called me back" is a follow-up, not
+    // a cheerful safety check.
+    let script = write_script(dir.path(), &["hi, nobody called me back"]);
+    let r = replay_with(&script, &["--caller-id", "+15125550101"]);
+    let lines = agent_lines(&r);
+    assert_eq!(r["final_state"], "follow_up", "{lines:#?}");
+    assert!(
+        !lines.iter().any(|l| l.contains("safety check")),
+        "{lines:#?}"
+    );
+    assert!(
+        lines.iter().any(|l| l.contains("sorry for the wait")),
+        "{lines:#?}"
+    );
 }
