@@ -280,6 +280,15 @@ impl StateMachine {
             intent = Intent::FollowUp;
         }
         s.caller_intent = intent.as_str().to_string();
+        if intent == Intent::ManageBooking {
+            // "I need to reschedule my appointment": remembered, so the
+            // time said next is taken as the new time.
+            match manage_request(text) {
+                Some(ManageRequest::Reschedule) => s.manage_action = "reschedule".into(),
+                Some(ManageRequest::Cancel) => s.manage_action = "cancel".into(),
+                _ => {}
+            }
+        }
         if intent == Intent::NonService {
             if let Some(kind) = non_service_callback_type(text) {
                 s.callback_type = kind.to_string();
@@ -446,10 +455,6 @@ fn follow_up(s: &mut Session, text: &str) -> Action {
 /// D-8: cancel, reschedule (once a new time is named) and status requests
 /// call `manage_appointment`; the result moves to confirm or callback.
 fn manage_booking(s: &mut Session, text: &str) -> Action {
-    if is_wrap_up(text) && manage_request(text).is_none() {
-        // "Ok thanks" after the answer: done, not another round.
-        return Action::end();
-    }
     if match_any(text, NEW_ISSUE_SIGNALS) {
         transition(s, State::Safety, Why::Rule);
         return Action::llm();
@@ -466,7 +471,10 @@ fn manage_booking(s: &mut Session, text: &str) -> Action {
             Action::tool(Tool::ManageAppointment, true)
         }
         Some(ManageRequest::Reschedule) | Some(ManageRequest::Status) | None => {
-            let asks_reschedule = request == Some(ManageRequest::Reschedule);
+            // A new time said outright ("Friday afternoon please") asks to
+            // reschedule too.
+            let asks_reschedule = request == Some(ManageRequest::Reschedule)
+                || (request.is_none() && s.has_appointment && names_a_time(text));
             if asks_reschedule || pending_reschedule {
                 s.manage_action = "reschedule".into();
                 if names_a_time(text) {

@@ -275,6 +275,21 @@ impl ScriptedResponder {
                 };
                 format!("{} {resume}", answer(q, &self.profile))
             }
+            _ if matches!(
+                req.state,
+                State::Discovery | State::Urgency | State::PreConfirm
+            ) =>
+            {
+                // A ZIP corrected after the service-area step is confirmed.
+                match crate::validate::zip_correction(req.last_user_text(), "") {
+                    Some(zip) => {
+                        let step = self.step_line(req);
+                        let step = step.strip_prefix("Got it. ").unwrap_or(&step);
+                        format!("Thanks — I've updated the ZIP code to {zip}. {step}")
+                    }
+                    None => self.step_line(req),
+                }
+            }
             _ => self.step_line(req),
         }
     }
@@ -559,6 +574,12 @@ or just check on it?"
 
     fn non_service_line(&self, history: &[HistoryMessage]) -> String {
         let p = &self.profile;
+        if history
+            .last()
+            .is_some_and(|m| crate::validate::is_wrap_up(&m.content))
+        {
+            return format!("Thanks for calling {}. Goodbye!", p.company_name);
+        }
         let lines: Vec<String> = history
             .iter()
             .rev()
