@@ -233,3 +233,48 @@ pub fn print_call_record(rec: &store::CallRecord) {
         "duration_s": r["duration_s"],
     }));
 }
+
+/// `calllock agenda`: open callbacks, upcoming appointments, sales leads.
+pub fn print_agenda(
+    callbacks: &[store::Callback],
+    appointments: &[store::Appointment],
+    leads: &[store::SalesLead],
+) {
+    println!("open callbacks ({}):", callbacks.len());
+    for c in callbacks {
+        let who = if c.customer_name.is_empty() {
+            "-"
+        } else {
+            &c.customer_name
+        };
+        println!(
+            "  due {}  {}  {:<8} {:<9} {}  {}",
+            c.due_by.format("%Y-%m-%d %H:%M UTC"),
+            agent::validate::say_phone(&c.phone),
+            c.callback_type,
+            c.urgency,
+            who,
+            c.reason
+        );
+    }
+    println!("upcoming appointments ({}):", appointments.len());
+    for a in appointments {
+        println!(
+            "  {}  {}  {}  {}  {}",
+            agent::booking_time::say_time(&a.start_at),
+            a.customer_name,
+            agent::validate::say_phone(&a.phone),
+            a.address,
+            a.problem
+        );
+    }
+    println!("sales leads ({}):", leads.len());
+    for l in leads {
+        println!(
+            "  {}  {}  {}",
+            l.created_at.format("%Y-%m-%d %H:%M UTC"),
+            agent::validate::say_phone(&l.phone),
+            l.reason
+        );
+    }
+}

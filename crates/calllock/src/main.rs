@@ -151,6 +151,17 @@ enum Command {
     /// (LLM, V2 backend, dashboard) and say what is missing. Exit status 1
     /// when something configured is not working.
     Doctor,
+    /// What the business owes its callers: open callbacks (soonest due
+    /// first, with the number to call), upcoming appointments and the newest
+    /// sales leads, from the embedded booking backend's tables.
+    Agenda {
+        /// At most this many rows per list.
+        #[arg(long, default_value_t = 20)]
+        limit: u32,
+        /// Print one JSON object ({callbacks, appointments, leads}).
+        #[arg(long)]
+        json: bool,
+    },
     /// Load the demo customers into the database (idempotent; chat and demo
     /// do it on first run).
     Seed,
@@ -230,6 +241,27 @@ async fn run(cli: Cli) -> Result<()> {
             } else {
                 println!("# effective configuration (valid); secrets are shown as \"<set>\"");
                 print!("{}", cfg.to_toml_redacted());
+            }
+            Ok(())
+        }
+        Command::Agenda { limit, json } => {
+            let store = open_store(&cfg).await?;
+            let callbacks = store.open_callbacks(limit).await?;
+            let appointments = store
+                .upcoming_appointments(chrono::Utc::now().timestamp(), limit)
+                .await?;
+            let leads = store.recent_sales_leads(limit).await?;
+            if json {
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(&serde_json::json!({
+                        "callbacks": callbacks,
+                        "appointments": appointments,
+                        "leads": leads,
+                    }))?
+                );
+            } else {
+                display::print_agenda(&callbacks, &appointments, &leads);
             }
             Ok(())
         }

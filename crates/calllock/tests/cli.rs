@@ -558,3 +558,37 @@ fn config_prints_every_section_without_secrets() {
         Some("postgres://calllock:<set>@db/calllock")
     );
 }
+
+/// Issue 15, item 9: one command lists what the business owes its callers.
+#[test]
+fn agenda_lists_owed_callbacks_appointments_and_leads() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("agenda.db");
+    let out = run(bin().arg("--db").arg(&db).args(["demo", "--brief"]));
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let out = run(bin().arg("--db").arg(&db).arg("agenda"));
+    let shown = text(&out.stdout);
+    assert!(out.status.success(), "{shown}");
+    for want in [
+        "open callbacks (",
+        "upcoming appointments (",
+        "sales leads (1)",
+        "estimate",
+        "Dana Fields",
+    ] {
+        assert!(shown.contains(want), "{want:?} missing:\n{shown}");
+    }
+    let out = run(bin().arg("--db").arg(&db).args(["agenda", "--json"]));
+    let v: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    for list in ["callbacks", "appointments", "leads"] {
+        assert!(
+            v[list].as_array().is_some_and(|a| !a.is_empty()),
+            "{list}: {v}"
+        );
+    }
+    assert!(v["callbacks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|c| c["status"] == "open"));
+}

@@ -149,7 +149,12 @@ fn the_checks_catch_loops_and_false_records() {
         ]
     });
     let bad = problems(&call, &looping);
-    for kind in ["final_state: expected", "said twice in a row", "a loop", "record: urgency"] {
+    for kind in [
+        "final_state: expected",
+        "said twice in a row",
+        "a loop",
+        "record: urgency",
+    ] {
         assert!(bad.iter().any(|b| b.starts_with(kind)), "{kind}: {bad:?}");
     }
 }

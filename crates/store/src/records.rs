@@ -278,6 +278,39 @@ impl Store {
             .collect()
     }
 
+    /// Booked appointments starting at or after `from_unix`, earliest first.
+    pub async fn upcoming_appointments(
+        &self,
+        from_unix: i64,
+        limit: u32,
+    ) -> Result<Vec<Appointment>, StoreError> {
+        let sql = format!(
+            "SELECT {APPOINTMENT_COLS} FROM appointments WHERE status = 'booked' \
+             AND start_unix >= $1 ORDER BY start_unix, uid LIMIT $2"
+        );
+        sqlx::query(&sql)
+            .bind(from_unix)
+            .bind(i64::from(limit))
+            .fetch_all(self.pool())
+            .await?
+            .iter()
+            .map(appointment_from)
+            .collect()
+    }
+
+    /// The newest sales leads of every caller.
+    pub async fn recent_sales_leads(&self, limit: u32) -> Result<Vec<SalesLead>, StoreError> {
+        let sql =
+            format!("SELECT {LEAD_COLS} FROM sales_leads ORDER BY created_unix DESC, id LIMIT $1");
+        sqlx::query(&sql)
+            .bind(i64::from(limit))
+            .fetch_all(self.pool())
+            .await?
+            .iter()
+            .map(lead_from)
+            .collect()
+    }
+
     /// All sales leads of a phone, newest first.
     pub async fn sales_leads_for(&self, phone: &str) -> Result<Vec<SalesLead>, StoreError> {
         let sql = format!(
