@@ -157,6 +157,7 @@ fn probe_text(p: &Probe, what_401: &str) -> (bool, String) {
         Probe::Answered(401) | Probe::Answered(403) => {
             (false, format!("reachable, but {what_401}"))
         }
+        Probe::Answered(s) if *s >= 500 => (false, format!("reachable, but failing (HTTP {s})")),
         Probe::Answered(s) => (true, format!("reachable (HTTP {s})")),
         Probe::Unreachable(why) => (false, format!("unreachable: {why}")),
     }
@@ -260,8 +261,16 @@ pub async fn doctor(cfg: &Config, config_source: &str) -> bool {
                 });
                 continue;
             }
-            let p = http_get(url.trim(), &[], t).await;
-            let (ok, detail) = probe_text(&p, "it refused us");
+            // Authenticated as a delivery is (the shared secret and the
+            // signature of the — empty — body), but a GET: nothing is
+            // created on the dashboard.
+            let signature = providers::dashboard::sign(&d.webhook_secret, b"");
+            let headers = [
+                ("X-Webhook-Secret", d.webhook_secret.as_str()),
+                ("X-Webhook-Signature", signature.as_str()),
+            ];
+            let p = http_get(url.trim(), &headers, t).await;
+            let (ok, detail) = probe_text(&p, "it refused our secret (DASHBOARD_WEBHOOK_SECRET)");
             checks.push(Check {
                 ok,
                 what: "dashboard",
