@@ -61,6 +61,23 @@ fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).to_string()
 }
 
+/// `calllock chat` on `db` with fast timers, its stdio piped.
+fn spawn_chat(fake: &FakeHttp, db: &Path) -> std::process::Child {
+    bin(fake)
+        .arg("--db")
+        .arg(db)
+        .arg("chat")
+        .env("CALLLOCK_BUFFER_DEBOUNCE_S", "0.1")
+        .env("CALLLOCK_LLM_LATENCY_S", "0")
+        .env("CALLLOCK_TOOL_LATENCY_S", "0")
+        .env("CALLLOCK_SPEECH_CHARS_PER_S", "5000")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
 fn rt() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -109,19 +126,7 @@ fn kill_9_mid_call_then_restart_recovers_the_call_and_delivers_once() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("crash.db");
     let fake = dashboard();
-    let mut child = bin(&fake)
-        .arg("--db")
-        .arg(&db)
-        .arg("chat")
-        .env("CALLLOCK_BUFFER_DEBOUNCE_S", "0.1")
-        .env("CALLLOCK_LLM_LATENCY_S", "0")
-        .env("CALLLOCK_TOOL_LATENCY_S", "0")
-        .env("CALLLOCK_SPEECH_CHARS_PER_S", "5000")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = spawn_chat(&fake, &db);
     let mut stdin = child.stdin.take().unwrap();
     let lines = [
         "my AC stopped cooling",
@@ -236,19 +241,7 @@ fn a_second_process_leaves_a_live_call_alone() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("two.db");
     let fake = dashboard();
-    let mut child = bin(&fake)
-        .arg("--db")
-        .arg(&db)
-        .arg("chat")
-        .env("CALLLOCK_BUFFER_DEBOUNCE_S", "0.1")
-        .env("CALLLOCK_LLM_LATENCY_S", "0")
-        .env("CALLLOCK_TOOL_LATENCY_S", "0")
-        .env("CALLLOCK_SPEECH_CHARS_PER_S", "5000")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = spawn_chat(&fake, &db);
     let mut stdin = child.stdin.take().unwrap();
     let first = [
         "my AC stopped cooling",

@@ -73,12 +73,7 @@ fn each_safety_phrasing_of_the_issue_routes_as_stated() {
         let body: Vec<String> = lines.iter().map(Value::to_string).collect();
         std::fs::write(&script, body.join("\n")).unwrap();
         let r = replay(&script);
-        let states: Vec<&str> = r["transcript"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter_map(|e| e["state"].as_str())
-            .collect();
+        let states = states_of(&r);
         assert!(
             states.contains(&"safety"),
             "{answer:?}: the safety question was asked ({states:?})"
@@ -159,6 +154,16 @@ fn write_script(dir: &Path, lines: &[&str]) -> std::path::PathBuf {
         .collect();
     std::fs::write(&script, body.join("\n")).unwrap();
     script
+}
+
+/// The state of every transcript entry, in order.
+fn states_of(r: &Value) -> Vec<&str> {
+    r["transcript"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|e| e["state"].as_str())
+        .collect()
 }
 
 fn agent_lines(r: &Value) -> Vec<String> {
@@ -389,12 +394,7 @@ fn off_script_questions_are_answered_and_the_call_goes_on() {
             "{answer:?} not said: {lines:#?}"
         );
     }
-    let states: Vec<&str> = r["transcript"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|e| e["state"].as_str())
-        .collect();
+    let states = states_of(&r);
     assert!(
         !states.contains(&"non_service"),
         "a price question is no billing call: {states:?}"

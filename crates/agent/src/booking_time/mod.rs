@@ -320,6 +320,17 @@ pub fn resolve_booking_time(
 mod tests {
     use super::*;
 
+    /// The default profile open Monday to Friday only.
+    fn weekdays_only() -> BusinessProfile {
+        BusinessProfile {
+            business_days: ["mon", "tue", "wed", "thu", "fri"]
+                .iter()
+                .map(|d| d.to_string())
+                .collect(),
+            ..BusinessProfile::default()
+        }
+    }
+
     fn run(pt: &str, now: &str) -> String {
         resolve_booking_time(pt, "", parse_now(now).unwrap(), &BusinessProfile::default())
     }
@@ -351,13 +362,7 @@ mod tests {
         ] {
             assert_eq!(r(said), want, "{said:?}");
         }
-        let weekdays = BusinessProfile {
-            business_days: ["mon", "tue", "wed", "thu", "fri"]
-                .iter()
-                .map(|d| d.to_string())
-                .collect(),
-            ..BusinessProfile::default()
-        };
+        let weekdays = weekdays_only();
         // A weekend visit for a weekday business: Monday's opening.
         assert_eq!(
             resolve_booking_time("this weekend", "", now, &weekdays),
@@ -400,13 +405,7 @@ mod tests {
             w("2026-02-23T06:00:00-06:00"),
             "when we open today at 9 in the morning"
         );
-        let weekdays = BusinessProfile {
-            business_days: ["mon", "tue", "wed", "thu", "fri"]
-                .iter()
-                .map(|d| d.to_string())
-                .collect(),
-            ..BusinessProfile::default()
-        };
+        let weekdays = weekdays_only();
         // Friday evening → Monday.
         assert_eq!(
             callback_window(parse_now("2026-02-27T19:00:00-06:00").unwrap(), &weekdays),
@@ -645,13 +644,7 @@ mod tests {
 
     #[test]
     fn business_days_are_skipped_for_openings() {
-        let weekdays = BusinessProfile {
-            business_days: ["mon", "tue", "wed", "thu", "fri"]
-                .iter()
-                .map(|d| d.to_string())
-                .collect(),
-            ..BusinessProfile::default()
-        };
+        let weekdays = weekdays_only();
         // Friday 2026-02-27 19:00: ASAP and "whenever" go to Monday 09:00.
         let fri = parse_now("2026-02-27T19:00:00-06:00").unwrap();
         assert_eq!(

@@ -33,16 +33,6 @@ pub struct Clock {
     pub minute: u32,
 }
 
-const WEEKDAY_NAMES: &[(&str, Weekday)] = &[
-    ("monday", Weekday::Mon),
-    ("tuesday", Weekday::Tue),
-    ("wednesday", Weekday::Wed),
-    ("thursday", Weekday::Thu),
-    ("friday", Weekday::Fri),
-    ("saturday", Weekday::Sat),
-    ("sunday", Weekday::Sun),
-];
-
 /// Words of a lower-cased text: letters, digits, `:` and `'` kept inside.
 fn words(lower: &str) -> Vec<&str> {
     lower
@@ -72,7 +62,7 @@ pub fn day(lower: &str) -> Option<Day> {
     let w = words(lower);
     let has = |x: &str| w.contains(&x);
     for (i, word) in w.iter().enumerate() {
-        if let Some((_, wd)) = WEEKDAY_NAMES
+        if let Some((_, wd)) = super::WEEKDAYS
             .iter()
             .find(|(n, _)| word.trim_end_matches('s') == *n)
         {
