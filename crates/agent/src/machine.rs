@@ -190,54 +190,14 @@ impl StateMachine {
                 needs_llm: false,
             };
         }
-        if matches!(
-            s.state,
-            State::Welcome
-                | State::Lookup
-                | State::NonService
-                | State::FollowUp
-                | State::ManageBooking
-        ) && safety_answer(text) == SafetyAnswer::Emergency
-        {
-            // Danger said before the safety question counts at once: "I
-            // smell gas in my kitchen" as the first sentence goes straight
-            // to the 911 script (through the legal path: → lookup → safety
-            // → safety_exit; the lookup is skipped, it cannot matter now).
-            if s.state == State::Welcome {
-                transition(s, State::Lookup, Why::Rule);
-            }
-            transition(s, State::Safety, Why::Rule);
-            transition(s, State::SafetyExit, Why::Rule);
-            return Action::llm();
+        // Rules that hold across states, before the state's own rule.
+        if let Some(action) = danger_before_safety(s, text) {
+            return action;
         }
-        if matches!(
-            s.state,
-            State::Discovery | State::Urgency | State::PreConfirm
-        ) {
-            self.correct_zip(s, text);
-            if matches!(s.state, State::Urgency | State::PreConfirm)
-                && !is_service_area(&s.zip_code, &self.profile)
-                && !s.zip_code.is_empty()
-            {
-                // The corrected ZIP is outside the area: no booking.
-                transition(s, State::Callback, Why::Rule);
-                return Action::llm();
-            }
+        if let Some(action) = self.late_zip_correction(s, text) {
+            return action;
         }
-        if s.state.promises_callback() {
-            if let Some(phone) =
-                extract_phone(text).filter(|p| *p != s.phone_number && *p != s.callback_phone)
-            {
-                // "Call my cell 512 555 0199": the promise goes to that
-                // number; a callback already made for the caller id gets a
-                // new one for it.
-                s.callback_phone = phone;
-                if s.callback_created {
-                    s.callback_created = false;
-                    s.callback_attempts = 0;
-                }
-            }
-        }
+        take_callback_number(s, text);
         match s.state {
             State::Welcome => self.welcome(s, text),
             State::NonService => non_service(s, text),
@@ -298,6 +258,25 @@ impl StateMachine {
         }
         transition(s, State::Lookup, Why::Rule);
         Action::tool(Tool::LookupCaller, false)
+    }
+
+    /// After `service_area`: a corrected ZIP replaces the one taken (see
+    /// [`Self::correct_zip`]); one outside the area ends in a callback where
+    /// the table allows it (urgency, pre_confirm), never in a booking.
+    fn late_zip_correction(&self, s: &mut Session, text: &str) -> Option<Action> {
+        if !matches!(
+            s.state,
+            State::Discovery | State::Urgency | State::PreConfirm
+        ) {
+            return None;
+        }
+        self.correct_zip(s, text);
+        let outside = !s.zip_code.is_empty() && !is_service_area(&s.zip_code, &self.profile);
+        if outside && matches!(s.state, State::Urgency | State::PreConfirm) {
+            transition(s, State::Callback, Why::Rule);
+            return Some(Action::llm());
+        }
+        None
     }
 
     /// A caller who corrects the ZIP later in the call ("actually my zip is
@@ -588,6 +567,44 @@ fn booking(s: &mut Session) -> Action {
 
 /// `callback` and `booking_failed`: create the callback (two attempts at
 /// most), then end the call.
+/// Danger said before the safety question counts at once: "I smell gas in
+/// my kitchen" as the first sentence goes straight to the 911 script,
+/// through the legal path (→ lookup → safety → safety_exit; the lookup is
+/// skipped, it cannot matter now).
+fn danger_before_safety(s: &mut Session, text: &str) -> Option<Action> {
+    let before_safety = matches!(
+        s.state,
+        State::Welcome | State::Lookup | State::NonService | State::FollowUp | State::ManageBooking
+    );
+    if !before_safety || safety_answer(text) != SafetyAnswer::Emergency {
+        return None;
+    }
+    if s.state == State::Welcome {
+        transition(s, State::Lookup, Why::Rule);
+    }
+    transition(s, State::Safety, Why::Rule);
+    transition(s, State::SafetyExit, Why::Rule);
+    Some(Action::llm())
+}
+
+/// In a state that promised a callback: "call my cell 512 555 0199" makes
+/// the promise go to that number; a callback already made for the caller
+/// id gets a new one for it.
+fn take_callback_number(s: &mut Session, text: &str) {
+    if !s.state.promises_callback() {
+        return;
+    }
+    if let Some(phone) =
+        extract_phone(text).filter(|p| *p != s.phone_number && *p != s.callback_phone)
+    {
+        s.callback_phone = phone;
+        if s.callback_created {
+            s.callback_created = false;
+            s.callback_attempts = 0;
+        }
+    }
+}
+
 fn callback_like(s: &mut Session, text: &str) -> Action {
     if s.state == State::Callback
         && s.callback_created
