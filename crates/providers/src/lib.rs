@@ -12,6 +12,7 @@
 //! * [`v2`]: the V2 booking backend over HTTP (SPEC §6, D-18 … D-20),
 //!   implementing `agent::backend::Backend`.
 //! * [`dashboard`]: the dashboard webhooks (SPEC §7.8, D-17 signatures).
+//! * [`twilio`]: Twilio Media Streams wire messages (sans-IO).
 //! * `fake` (feature `testing`): loopback fake servers speaking the real
 //!   wire protocols, for tests.
 
@@ -20,6 +21,7 @@ pub mod fallback;
 pub mod openai;
 pub mod probe;
 pub mod sse;
+pub mod twilio;
 pub mod v2;
 
 #[cfg(feature = "testing")]
