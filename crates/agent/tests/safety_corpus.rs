@@ -244,3 +244,42 @@ mod combinations {
         }
     }
 }
+
+/// The blind set: 150 answers written without seeing the code. The routes
+/// are not fitted to it, so some misses are allowed; the floor keeps a
+/// regression from passing unnoticed (147 of 150 route right today; the
+/// three misses are listed: two send a family out for nothing, one stays
+/// to ask; none routes a danger, or a doubt, to `service_area`).
+#[test]
+fn the_blind_set_stays_above_its_floor() {
+    const FLOOR: usize = 146;
+    let cases = parse(include_str!("safety_blind.txt"));
+    assert_eq!(cases.len(), 150);
+    let machine = StateMachine::new(BusinessProfile::default());
+    let mut right = 0;
+    for c in &cases {
+        let got = route_of(&machine, &c.text);
+        if got == Some(c.route) {
+            right += 1;
+        } else {
+            println!(
+                "blind miss: {:?} expected {}, got {:?}",
+                c.text,
+                ROUTES[c.route].0,
+                got.map(|g| ROUTES[g].0)
+            );
+            // Never a danger routed on as safe.
+            assert!(
+                !(c.route == 0 && got == Some(1)),
+                "a danger routed to service_area: {:?}",
+                c.text
+            );
+        }
+    }
+    println!("blind set: {right} of {} routed as labelled", cases.len());
+    assert!(
+        right >= FLOOR,
+        "blind set: {right} of {} (floor {FLOOR})",
+        cases.len()
+    );
+}

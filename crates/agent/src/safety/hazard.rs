@@ -26,7 +26,7 @@ pub(super) fn hazard_at(w: &[&str], i: usize) -> Option<Hazard> {
 
     if in_list(GAS_WORDS, word) {
         let equipment = next.is_some_and(|n| in_list(GAS_EQUIPMENT, n));
-        if near(LEAK_CUES, if equipment { 2 } else { CUE_WINDOW }) {
+        if near(LEAK_CUES, CUE_WINDOW) {
             return Some(Hazard::Danger { len: 1 });
         }
         if equipment {

@@ -53,7 +53,7 @@ mod words;
 use crate::keywords::{lowercase, LowerText, NO_SIGNALS, SAFETY_RETRACTION_KEYWORDS};
 use scan::Scan;
 use sentence::sentences;
-use words::{NO_PHRASES, YES_WORDS};
+use words::{MORE_RETRACTIONS, NO_PHRASES, YES_WORDS};
 
 /// The safety state's reading of a caller's answer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -118,7 +118,7 @@ pub fn triage(text: &str) -> Triage {
     for sentence in sentences(&norm) {
         scan.sentence(&sentence);
     }
-    let retracted = t.matches_any(SAFETY_RETRACTION_KEYWORDS);
+    let retracted = t.matches_any(SAFETY_RETRACTION_KEYWORDS) || t.matches_any(MORE_RETRACTIONS);
     // The reference's NO_SIGNALS; a single word ("no", "nope") counts only
     // where it answers (sentence start, before a pause, at the end): "the
     // fan runs but no cold air" says nothing about gas.
@@ -135,7 +135,7 @@ pub fn triage(text: &str) -> Triage {
     } else if said_no
         || (reading(Reading::Questioned) && scan.bare_negation)
         || scan.general_no
-        || t.matches_any(NO_PHRASES)
+        || (t.matches_any(NO_PHRASES) && !t.matches("not really sure"))
         || matches!(norm.trim().trim_end_matches(['.', '!']), "nothing" | "none")
         || reading(Reading::Negated)
     {

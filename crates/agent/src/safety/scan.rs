@@ -70,7 +70,8 @@ impl Scan {
                 i += 1;
                 continue;
             }
-            if in_list(CONTRAST_WORDS, word) {
+            // "not smoke exactly, more like a burning smell": a correction.
+            if in_list(CONTRAST_WORDS, word) || (word == "more" && next == Some("like")) {
                 scope = None;
                 negative_context = false;
                 i += 1;
@@ -89,11 +90,19 @@ impl Scan {
                 continue;
             }
             if is_negator(word) {
-                if next.is_some_and(|n| in_list(DOUBT_AFTER_NEGATOR, n)) {
+                // "I don't (even / really) know": doubt.
+                let doubt_at = if matches!(next, Some("even" | "really")) {
+                    i + 2
+                } else {
+                    i + 1
+                };
+                if w.get(doubt_at)
+                    .is_some_and(|n| in_list(DOUBT_AFTER_NEGATOR, n))
+                {
                     // "I don't know", "not sure": doubt, not negation.
                     scope = None;
                     negative_context = false;
-                    i += 2;
+                    i = doubt_at + 1;
                     continue;
                 }
                 if minimizes(&w, i + 1) {
@@ -148,6 +157,7 @@ impl Scan {
             };
             let (reading, len) = match hazard {
                 Hazard::Equipment => (Reading::Equipment, 1),
+                Hazard::BareGas if s.question => (Reading::Questioned, 1),
                 Hazard::BareGas if scope.is_some() => (Reading::Negated, 1),
                 Hazard::BareGas => (Reading::Equipment, 1),
                 Hazard::Danger { len } => {

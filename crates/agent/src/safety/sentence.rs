@@ -49,13 +49,14 @@ pub(super) fn sentences(text: &str) -> Vec<Sentence<'_>> {
             comma = true;
         } else if is_clause_punct(c) && c != '"' {
             if !cur.words.is_empty() {
-                cur.question = c == '?';
+                cur.question = c == '?' || asks(&cur);
                 out.push(finish(std::mem::take(&mut cur)));
             }
             comma = false;
         }
     }
     if !cur.words.is_empty() {
+        cur.question = asks(&cur);
         out.push(finish(cur));
     }
     out
@@ -92,4 +93,16 @@ pub(super) fn finish(mut s: Sentence<'_>) -> Sentence<'_> {
     }
     s.words = words;
     s
+}
+
+/// A sentence that opens like a yes/no question ("is the flame supposed to
+/// be blue", "should I worry about smoke") is one, question mark or not.
+/// ("Why is there smoke…" reports smoke: not counted.)
+fn asks(s: &Sentence<'_>) -> bool {
+    s.words.first().is_some_and(|w| {
+        matches!(
+            w.text,
+            "is" | "are" | "does" | "do" | "should" | "could" | "can"
+        )
+    })
 }

@@ -12,6 +12,7 @@ pub(super) const NO_PHRASES: &[&str] = &[
     "not that i can tell",
     "not that i noticed",
     "not that i've noticed",
+    "not that ive noticed",
     "not at all",
     "none at all",
     "nothing at all",
@@ -41,6 +42,16 @@ pub(super) const NO_PHRASES: &[&str] = &[
     "definitely not",
     "of course not",
     "certainly not",
+];
+
+/// Retractions beyond the reference's list (speech-to-text spellings
+/// included).
+pub(super) const MORE_RETRACTIONS: &[&str] = &[
+    "im fine",
+    "i am fine",
+    "forget it",
+    "false alarm",
+    "my mistake",
 ];
 
 /// A yes to an echoed question ("smoke? yes").
