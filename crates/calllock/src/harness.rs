@@ -20,7 +20,7 @@
 //! by the caller's ear — so "what the caller heard" is read from the audio
 //! that actually reached them, not from the agent's bookkeeping.
 
-use crate::voice_call::{scripted_llm, start_call, CallEnd, CallOutcome, CallParts, RunningCall};
+use crate::voice_call::{start_call, CallEnd, CallOutcome, CallParts, RunningCall};
 use agent::backend::{Backend, ToolCall};
 use agent::engine::{Engine, EngineConfig};
 use agent::profile::BusinessProfile;
@@ -221,6 +221,7 @@ impl Harness {
                 barge_in: cfg.barge_in,
                 start_unix: cfg.start_unix,
                 journal: None,
+                output_lead: Duration::ZERO,
             },
             ear.clone(),
         );
@@ -600,4 +601,20 @@ impl Report {
         let v = self.violations();
         assert!(v.is_empty(), "invariants violated:\n- {}", v.join("\n- "));
     }
+}
+
+/// The scripted responder's line for each turn as a [`MockLlm`] (which
+/// records every request), streamed word by word with a chosen latency.
+fn scripted_llm(
+    responder: Arc<ScriptedResponder>,
+    first_token: Duration,
+    per_token: Duration,
+) -> MockLlm {
+    MockLlm::new(move |req, _| {
+        let text = req
+            .get::<TurnRequest>()
+            .map(|r| responder.line(r))
+            .unwrap_or_default();
+        MockReply::text(&text, first_token, per_token)
+    })
 }

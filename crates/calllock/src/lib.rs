@@ -7,7 +7,9 @@ pub mod config;
 pub mod console;
 pub mod delivery;
 pub mod demo;
+pub mod dial;
 pub mod display;
+#[cfg(feature = "testing")]
 pub mod harness;
 pub mod instance;
 pub mod journal;
@@ -15,6 +17,7 @@ pub mod logging;
 pub mod ops;
 pub mod record;
 pub mod script;
+pub mod serve;
 pub mod sim;
 pub mod voice_call;
 pub mod wiring;

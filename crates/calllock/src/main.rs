@@ -6,9 +6,6 @@
 
 use calllock::{config, demo, display, script, sim};
 
-use agent::engine::Engine;
-use agent::responder::Responder;
-use agent::Session;
 use anyhow::{bail, Context, Result};
 use calllock::instance::KeepAlive;
 use clap::{Parser, Subcommand};
@@ -60,6 +57,45 @@ enum Command {
         /// The caller ID to call from (see `chat`).
         #[arg(long, value_name = "PHONE", default_value = "+15125559876")]
         caller_id: String,
+    },
+    /// Answer phone calls: the Twilio voice webhook (`/twiml`), the Media
+    /// Streams WebSocket (`/ws/twilio`) and `/health`. Point a Twilio
+    /// number's voice webhook at https://<public host>/twiml. SIGTERM or
+    /// Ctrl-C drains: no new calls, live calls get `serve.shutdown_grace_s`,
+    /// then are ended politely (a second signal ends them at once).
+    Serve {
+        /// Port (default: $PORT, else serve.port, else 8765).
+        #[arg(long, value_name = "PORT")]
+        port: Option<u16>,
+        /// Address to bind (default 127.0.0.1). A public address needs
+        /// TWILIO_AUTH_TOKEN (signatures) or --allow-unsigned.
+        #[arg(long, value_name = "IP")]
+        bind: Option<String>,
+        /// Listen on a public address without checking Twilio signatures
+        /// (only behind a proxy that checks them).
+        #[arg(long)]
+        allow_unsigned: bool,
+    },
+    /// Call a `calllock serve` as Twilio would: the /twiml webhook, then the
+    /// media stream (20 ms audio, marks echoed as audio plays, `clear`
+    /// honoured). Type as the caller (spoken with the offline speech
+    /// codec); agent words print as they play; Ctrl-D hangs up. Prints the
+    /// call's outcome when the server shares this database.
+    Dial {
+        /// The server (default: http://127.0.0.1:<serve.port>).
+        #[arg(long, value_name = "URL")]
+        url: Option<String>,
+        /// The caller ID to call from (see `chat`).
+        #[arg(long, value_name = "PHONE", default_value = "+15125559876")]
+        caller_id: String,
+        /// Drive the call with a replay script (see `replay`) instead of the
+        /// keyboard.
+        #[arg(long, value_name = "FILE")]
+        script: Option<PathBuf>,
+        /// With --script: seconds between the agent going quiet and a
+        /// caller line with no timing.
+        #[arg(long, value_name = "S", default_value_t = 0.5)]
+        pause: f64,
     },
     /// Play scripted callers end to end (booking, emergency, out of area,
     /// returning caller rescheduling, high-ticket lead), print each
@@ -213,10 +249,18 @@ fn main() {
     if let Some(w) = warning {
         eprintln!("{w}");
     }
-    let rt = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
+    // The server handles many calls at once: all cores. Everything else
+    // is one conversation on one thread.
+    let rt = if matches!(cli.command, Command::Serve { .. }) {
+        tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()
+    } else {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+    };
+    let rt = match rt {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("error: cannot start the runtime: {e}");
@@ -277,7 +321,7 @@ async fn run(cli: Cli) -> Result<()> {
             }
             Ok(())
         }
-        Command::Chat { caller_id } => chat(&cfg, caller_id).await,
+        Command::Chat { caller_id } => calllock::console::chat(&cfg, caller_id).await,
         Command::Transcript { id, gap, json } => {
             if !(gap.is_finite() && gap > 0.0) {
                 bail!("--gap must be a positive number of seconds");
@@ -302,7 +346,49 @@ async fn run(cli: Cli) -> Result<()> {
                 std::process::exit(1)
             }
         }
-        Command::Voice { caller_id } => voice_call(&cfg, caller_id).await,
+        Command::Voice { caller_id } => calllock::console::voice(&cfg, caller_id).await,
+        Command::Serve {
+            port,
+            bind,
+            allow_unsigned,
+        } => {
+            if let Some(p) = port {
+                cfg.serve.port = p;
+            }
+            if let Some(b) = bind {
+                cfg.serve.bind = b;
+            }
+            calllock::serve::run(cfg, calllock::serve::ServeOptions { allow_unsigned }).await
+        }
+        Command::Dial {
+            url,
+            caller_id,
+            script,
+            pause,
+        } => {
+            if !(pause.is_finite() && (0.0..=60.0).contains(&pause)) {
+                bail!("--pause must be between 0 and 60 seconds");
+            }
+            let url = url.unwrap_or_else(|| format!("http://127.0.0.1:{}", cfg.serve.port));
+            let drive = match script {
+                None => calllock::dial::Drive::Keyboard(calllock::console::stdin_lines()),
+                Some(file) => {
+                    let bytes = std::fs::read(&file)
+                        .with_context(|| format!("cannot read script {}", file.display()))?;
+                    let items = script::parse_bytes(&bytes)
+                        .map_err(|e| anyhow::anyhow!("{}: {e}", file.display()))?;
+                    calllock::dial::Drive::Script {
+                        items,
+                        pause: std::time::Duration::from_secs_f64(pause),
+                    }
+                }
+            };
+            let store = open_store(&cfg).await.ok();
+            let opts = calllock::console::dial_options(&cfg, url, caller_id);
+            calllock::dial::dial(&opts, drive, store.as_ref())
+                .await
+                .map(|_| ())
+        }
         Command::Demo { only, brief } => demo::run(&cfg, only.as_deref(), brief).await,
         Command::Replay {
             file,
@@ -489,270 +575,4 @@ async fn outbox_deliver(
     println!("{left} pending");
     alive.stop().await;
     Ok(())
-}
-
-fn new_call_id(prefix: &str) -> String {
-    let now = chrono::Utc::now();
-    format!("{prefix}-{}", now.format("%Y%m%d-%H%M%S-%3f"))
-}
-
-async fn chat(cfg: &config::Config, caller_id: String) -> Result<()> {
-    let (c, engine) = ConsoleCall::open(cfg, &caller_id, "chat").await?;
-    c.banner(&format!(
-        "calling {} from {caller_id} (call {}); type as the caller, Ctrl-D hangs up",
-        cfg.business.company_name, c.call_id
-    ));
-    let responder = c.vendors.responder.clone();
-    let rx = stdin_lines();
-    let mut printer = display::LivePrinter::new(c.color);
-    let start = chrono::Utc::now().timestamp_millis() as f64 / 1000.0;
-    let journal = calllock::journal::Journal::begin(
-        &c.vendors.store,
-        &c.call_id,
-        &caller_id,
-        start,
-        c.alive.id(),
-    )
-    .await
-    .context("registering the call")?;
-    let mut observer =
-        calllock::journal::JournalObserver::new(journal.clone(), start, &mut printer);
-    let driver = sim::CallDriver::new(
-        engine,
-        c.vendors.backend.clone(),
-        responder,
-        timing_of(cfg),
-        start,
-        &mut observer,
-    );
-    let mut outcome = driver.run_interactive(rx).await;
-    c.finish(cfg, journal, &mut outcome).await
-}
-
-/// Lines typed on stdin (control characters removed); `None` at end of
-/// input (Ctrl-D: the caller hangs up).
-fn stdin_lines() -> tokio::sync::mpsc::Receiver<Option<String>> {
-    let (tx, rx) = tokio::sync::mpsc::channel::<Option<String>>(16);
-    std::thread::spawn(move || {
-        use std::io::BufRead;
-        let stdin = std::io::stdin();
-        let mut lock = stdin.lock();
-        loop {
-            let mut buf = Vec::new();
-            match lock.read_until(b'\n', &mut buf) {
-                Ok(0) | Err(_) => {
-                    let _ = tx.blocking_send(None);
-                    return;
-                }
-                Ok(_) => {
-                    let line = String::from_utf8_lossy(&buf).to_string();
-                    let line: String = line
-                        .chars()
-                        .filter(|c| !c.is_control() || *c == '\t')
-                        .collect();
-                    if tx.blocking_send(Some(line)).is_err() {
-                        return;
-                    }
-                }
-            }
-        }
-    });
-    rx
-}
-
-/// What a call typed on the console (`chat`, `voice`) starts from.
-struct ConsoleCall {
-    vendors: calllock::wiring::Vendors,
-    call_id: String,
-    color: bool,
-    /// Stops the background outbox worker and recovery.
-    stop_worker: tokio::sync::watch::Sender<bool>,
-    /// This process's heartbeat (it owns the call).
-    alive: KeepAlive,
-}
-
-impl ConsoleCall {
-    async fn open(cfg: &config::Config, caller_id: &str, prefix: &str) -> Result<(Self, Engine)> {
-        let store = open_store(cfg).await?;
-        let vendors = calllock::wiring::vendors(cfg, store).await?;
-        // A call a crash left unfinished is recovered first; then the
-        // outbox is worked in the background while the call runs.
-        let alive = KeepAlive::start(
-            vendors.store.clone(),
-            calllock::wiring::worker_name(cfg),
-            cfg.instance_lease_s,
-        )
-        .await
-        .context("registering this process in the database")?;
-        let post = vendors.post_call(cfg);
-        match calllock::delivery::recover(&post, cfg.instance_lease_s).await {
-            Ok(ids) if !ids.is_empty() => eprintln!(
-                "recovered {} call(s) interrupted mid-call: {}",
-                ids.len(),
-                ids.join(", ")
-            ),
-            Ok(_) => {}
-            Err(e) => tracing::error!(error = %e, "cannot recover interrupted calls"),
-        }
-        let (stop_worker, stop_rx) = tokio::sync::watch::channel(false);
-        tokio::spawn(vendors.outbox_worker(cfg).run(
-            calllock::delivery::system_clock(),
-            std::time::Duration::from_secs_f64(cfg.outbox.poll_s),
-            stop_rx,
-        ));
-        // Take over the calls of processes that die while this one runs.
-        tokio::spawn(calllock::delivery::keep_recovering(
-            post,
-            cfg.instance_lease_s,
-            stop_worker.subscribe(),
-        ));
-        let call_id = new_call_id(prefix);
-        let mut session = Session::new(caller_id.to_string());
-        session.call_sid = call_id.clone();
-        let engine = Engine::new(session, cfg.business.clone(), cfg.engine.engine_config());
-        Ok((
-            ConsoleCall {
-                vendors,
-                call_id,
-                color: std::io::stdout().is_terminal(),
-                stop_worker,
-                alive,
-            },
-            engine,
-        ))
-    }
-
-    /// Close the journal, run post-call processing, print the outcome.
-    async fn finish(
-        &self,
-        cfg: &config::Config,
-        journal: calllock::journal::Journal,
-        outcome: &mut sim::Outcome,
-    ) -> Result<()> {
-        let stats = journal.close().await;
-        if stats.lost > 0 {
-            eprintln!("warning: {} call events could not be written", stats.lost);
-        }
-        let report = self
-            .vendors
-            .post_call(cfg)
-            .handle_call_ended(outcome, false)
-            .await;
-        let _ = self.stop_worker.send(true);
-        self.alive.stop().await;
-        display::print_summary(&report.finished, self.color);
-        let mut note = format!(
-            "saved; see `calllock calls show {}`",
-            report.finished.call_id
-        );
-        if self.vendors.dashboard.is_some() {
-            if report.pending.is_empty() {
-                note.push_str("; delivered to the dashboard");
-            } else {
-                note.push_str(&format!(
-                    "; {} deliveries wait in the outbox (`calllock outbox`)",
-                    report.pending.len()
-                ));
-            }
-        }
-        eprintln!("{}", display::dim(&note, self.color));
-        Ok(())
-    }
-
-    fn banner(&self, text: &str) {
-        eprintln!("{}", display::dim(text, self.color));
-    }
-}
-
-/// `calllock voice`: the whole real-time pipeline on the console.
-async fn voice_call(cfg: &config::Config, caller_id: String) -> Result<()> {
-    use calllock::voice_call::{scripted_llm, start_call, CallEnd, CallParts};
-    use voice::testkit::{CodecDetector, MockStt, MockTts, Mouth};
-    let (c, engine) = ConsoleCall::open(cfg, &caller_id, "voice").await?;
-    c.banner(&format!(
-        "voice call to {} from {caller_id} (call {}): the real-time pipeline with offline \
-         mock STT/TTS; type as the caller (type while the agent talks to interrupt), Ctrl-D \
-         hangs up",
-        cfg.business.company_name, c.call_id
-    ));
-    let responder: Arc<dyn Responder> = c.vendors.scripted.clone();
-    let start = chrono::Utc::now().timestamp_millis() as f64 / 1000.0;
-    let journal = calllock::journal::Journal::begin(
-        &c.vendors.store,
-        &c.call_id,
-        &caller_id,
-        start,
-        c.alive.id(),
-    )
-    .await
-    .context("registering the call")?;
-    let timing = timing_of(cfg);
-    let llm = scripted_llm(
-        c.vendors.scripted.clone(),
-        std::time::Duration::from_secs_f64(timing.llm_latency_s.clamp(0.0, 60.0)),
-        std::time::Duration::from_millis(30),
-    );
-    let tts = MockTts {
-        chars_per_second: timing.speech_chars_per_s,
-        ..MockTts::default()
-    };
-    let mut call = start_call(
-        CallParts {
-            engine,
-            backend: c.vendors.backend.clone(),
-            responder,
-            llm: Arc::new(llm),
-            tts: Arc::new(tts),
-            stt: MockStt::default(),
-            detector: CodecDetector::default(),
-            barge_in: voice::stages::turn::BargeInRules::default(),
-            start_unix: start,
-            journal: Some(journal.clone()),
-        },
-        calllock::console::ConsoleEar::new(c.color),
-    );
-    let input = call.pipeline.input().context("pipeline input")?.clone();
-    let mouth = Mouth::start(input, 8000, timing.speech_chars_per_s);
-    let mut lines = stdin_lines();
-    let ended_by = loop {
-        tokio::select! {
-            line = lines.recv() => match line {
-                Some(Some(text)) if !text.trim().is_empty() => mouth.speak(text.trim()),
-                Some(Some(_)) => {}
-                _ => break sim::EndedBy::Caller,
-            },
-            _ = call.control.end.wait_for(|e| *e == CallEnd::AgentHungUp) => break sim::EndedBy::Agent,
-        }
-    };
-    mouth.hang_up();
-    let stop = call.pipeline.end(std::time::Duration::from_secs(2)).await;
-    let _ = call.player.await;
-    let out = call
-        .control
-        .outcome
-        .await
-        .context("the call left no outcome")?;
-    let end = chrono::Utc::now().timestamp_millis() as f64 / 1000.0;
-    eprintln!(
-        "{}",
-        display::dim(
-            &format!(
-                "{} hung up; pipeline stopped {}",
-                match ended_by {
-                    sim::EndedBy::Agent => "agent",
-                    _ => "caller",
-                },
-                if stop.graceful { "cleanly" } else { "by force" }
-            ),
-            c.color
-        )
-    );
-    let mut outcome = sim::Outcome {
-        session: out.session,
-        ended_by,
-        start_time: start,
-        end_time: end,
-        tools: Vec::new(),
-    };
-    c.finish(cfg, journal, &mut outcome).await
 }

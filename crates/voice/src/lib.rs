@@ -12,6 +12,7 @@ pub mod frames;
 pub mod history;
 pub mod inbox;
 pub mod observe;
+pub mod offline;
 pub mod passthrough;
 pub mod pipeline;
 pub mod scope;

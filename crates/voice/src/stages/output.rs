@@ -30,6 +30,15 @@ pub trait AudioSink: Send + 'static {
     fn play(&mut self, audio: &Audio, id: UtteranceId, epoch: Epoch);
     /// Drop what the far end has buffered (barge-in).
     fn clear(&mut self);
+    /// Utterance `id` has no more audio (its last frame was played).
+    fn utterance_end(&mut self, _id: UtteranceId) {}
+    /// How much of utterance `id` the far end *confirmed* it played, when
+    /// the sink knows better than the player's own clock (Twilio echoes
+    /// marks once audio has played). `None`: trust the player's count.
+    /// Asked right after [`AudioSink::clear`] at a barge-in.
+    fn heard(&self, _id: UtteranceId) -> Option<Duration> {
+        None
+    }
 }
 
 /// The last stage: agent audio and utterance ends go to the player; frames
@@ -78,6 +87,8 @@ pub struct Player<S> {
     next_tick: Instant,
     /// Played time of the current utterance at its last progress report.
     reported: Duration,
+    /// How far ahead of real time audio may be handed to the sink.
+    lead: Duration,
 }
 
 /// How often the player reports playback progress upstream.
@@ -104,7 +115,18 @@ impl<S: AudioSink> Player<S> {
             speaking: false,
             next_tick: Instant::now(),
             reported: Duration::ZERO,
+            lead: Duration::ZERO,
         }
+    }
+
+    /// Hand audio to the sink up to `lead` ahead of real time (a far end
+    /// with its own playout buffer, like Twilio, never runs dry between
+    /// frames). The player's own "played" count runs ahead by as much; a
+    /// sink that learns what really played says so in
+    /// [`AudioSink::heard`].
+    pub fn with_lead(mut self, lead: Duration) -> Self {
+        self.lead = lead;
+        self
     }
 
     fn up(&self, c: ControlFrame) {
@@ -126,7 +148,11 @@ impl<S: AudioSink> Player<S> {
         }
         self.sink.clear();
         let (id, played) = match self.playing.take() {
-            Some((id, played)) => (Some(id), played),
+            // What the far end confirmed, never more than was sent.
+            Some((id, played)) => (
+                Some(id),
+                self.sink.heard(id).map_or(played, |h| h.min(played)),
+            ),
             None => (None, Duration::ZERO),
         };
         self.up(ControlFrame::PlaybackInterrupted { id, played });
@@ -150,7 +176,9 @@ impl<S: AudioSink> Player<S> {
                         self.speaking = true;
                         self.floor.set_bot_speaking(true);
                         self.up(ControlFrame::BotStartedSpeaking);
-                        self.next_tick = self.next_tick.max(Instant::now());
+                        let now = Instant::now();
+                        let start = now.checked_sub(self.lead).unwrap_or(now);
+                        self.next_tick = self.next_tick.max(start);
                     }
                     self.cur = Some(Current {
                         id,
@@ -161,6 +189,7 @@ impl<S: AudioSink> Player<S> {
                     });
                 }
                 Data::SpeakEnd { id } => {
+                    self.sink.utterance_end(id);
                     match self.playing {
                         Some((pid, played)) if pid == id => {
                             self.up(ControlFrame::UtteranceProgress { id, played });

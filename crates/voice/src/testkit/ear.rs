@@ -1,8 +1,8 @@
 //! The caller's ear: an [`AudioSink`] that records every frame played (with
 //! its time, utterance and epoch) and decodes the words heard.
 
-use super::codec::{decode, from_bytes, Decoded};
 use crate::frames::{Audio, Epoch, UtteranceId};
+use crate::offline::codec::{decode, from_bytes, Decoded};
 use crate::stages::output::AudioSink;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

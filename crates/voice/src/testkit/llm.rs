@@ -2,8 +2,8 @@
 //! tool calls), every request recorded with whether it completed or was
 //! dropped.
 
-use super::stream::ScriptedStream;
 use crate::frames::Custom;
+use crate::offline::timed::TimedStream as ScriptedStream;
 use crate::stages::llm::{Llm, LlmError, LlmEvent, LlmStream};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

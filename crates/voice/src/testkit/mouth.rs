@@ -1,9 +1,9 @@
 //! The caller's mouth: sends one 20 ms frame of caller audio every 20 ms —
 //! speech when something was said, silence otherwise — like a phone line.
 
-use super::codec::{encode, silence, to_bytes};
 use crate::frames::{Audio, Frame};
 use crate::inbox::Sender;
+use crate::offline::codec::{encode, silence, to_bytes};
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

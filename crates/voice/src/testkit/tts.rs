@@ -1,9 +1,8 @@
 //! Mock TTS that speaks the [codec](super::codec).
 
-use super::codec::{encode, to_bytes};
-use super::stream::ScriptedStream;
-use crate::frames::Audio;
-use crate::stages::tts::{Tts, TtsError, TtsEvent, TtsStream};
+use crate::offline::timed::TimedStream as ScriptedStream;
+use crate::offline::{speak, CodecTts};
+use crate::stages::tts::{Tts, TtsError, TtsStream};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -59,27 +58,12 @@ impl Tts for MockTts {
             let items = vec![(self.first_audio, Err(TtsError("mock failure".into())))];
             return Box::pin(ScriptedStream::new(items, on_end));
         }
-        let (samples, words) = encode(text, self.rate, self.chars_per_second);
-        let per = |i: usize| -> usize {
-            words
-                .get(i)
-                .map(|w| (w.start.as_micros() as u64 * u64::from(self.rate) / 1_000_000) as usize)
-                .unwrap_or(samples.len())
+        let voice = CodecTts {
+            rate: self.rate,
+            chars_per_second: self.chars_per_second,
+            first_audio: self.first_audio,
         };
-        let mut items: Vec<(Duration, Result<TtsEvent, TtsError>)> = Vec::new();
-        for (i, w) in words.iter().enumerate() {
-            let delay = if i == 0 {
-                self.first_audio
-            } else {
-                Duration::ZERO
-            };
-            items.push((delay, Ok(TtsEvent::Word(w.clone()))));
-            let chunk = &samples[per(i)..per(i + 1)];
-            items.push((
-                Duration::ZERO,
-                Ok(TtsEvent::Audio(Audio::pcm16(to_bytes(chunk), self.rate))),
-            ));
-        }
+        let items = speak(&voice, text);
         Box::pin(ScriptedStream::new(items, on_end))
     }
 }

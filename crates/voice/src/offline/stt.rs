@@ -1,4 +1,4 @@
-//! Mock STT and VAD detector that hear the [codec](super::codec).
+//! Speech to text and voice activity for [codec](super::codec) audio.
 
 use super::codec::{decode, from_bytes, Decoded};
 use crate::frames::{Audio, Encoding};
@@ -31,7 +31,7 @@ impl Framer {
 /// Speech to text for codec audio: an interim result after every word, a
 /// final one after `endpointing` of silence.
 #[derive(Debug)]
-pub struct MockStt {
+pub struct CodecStt {
     framer: Framer,
     words: Vec<String>,
     silence: Duration,
@@ -39,16 +39,16 @@ pub struct MockStt {
     interim: bool,
 }
 
-impl Default for MockStt {
+impl Default for CodecStt {
     fn default() -> Self {
         Self::new(Duration::from_millis(500))
     }
 }
 
-impl MockStt {
+impl CodecStt {
     /// `endpointing`: silence that ends an utterance (SPEC §8.4: 500 ms).
     pub fn new(endpointing: Duration) -> Self {
-        MockStt {
+        CodecStt {
             framer: Framer::default(),
             words: Vec::new(),
             silence: Duration::ZERO,
@@ -58,7 +58,7 @@ impl MockStt {
     }
 }
 
-impl Stt for MockStt {
+impl Stt for CodecStt {
     fn push_audio(&mut self, audio: &Audio) -> Vec<Transcript> {
         let mut out = Vec::new();
         for frame in self.framer.frames(audio) {
@@ -108,19 +108,26 @@ pub struct CodecDetector {
 }
 
 impl Default for CodecDetector {
+    /// The SPEC §8.4 defaults.
     fn default() -> Self {
-        Self::new(VadParams::default())
+        CodecDetector {
+            framer: Framer::default(),
+            // A constant input, checked by a test: cannot fail.
+            hysteresis: match VadHysteresis::new(VadParams::default()) {
+                Ok(h) => h,
+                Err(e) => panic!("the default VAD parameters are valid: {e}"),
+            },
+        }
     }
 }
 
 impl CodecDetector {
-    /// # Panics
-    /// On invalid parameters (test kit only).
-    pub fn new(params: VadParams) -> Self {
-        CodecDetector {
+    /// A detector with these parameters (checked).
+    pub fn new(params: VadParams) -> Result<Self, audio::vad::VadError> {
+        Ok(CodecDetector {
             framer: Framer::default(),
-            hysteresis: VadHysteresis::new(params).expect("valid VAD params"),
-        }
+            hysteresis: VadHysteresis::new(params)?,
+        })
     }
 }
 
@@ -138,5 +145,16 @@ impl SpeechDetector for CodecDetector {
     }
     fn reset(&mut self) {
         self.hysteresis.reset();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_default_detector_builds() {
+        let _ = CodecDetector::default();
+        assert!(CodecDetector::new(VadParams::default()).is_ok());
     }
 }

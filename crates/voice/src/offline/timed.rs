@@ -1,5 +1,6 @@
-//! A stream of items released after chosen delays (virtual-time friendly),
-//! that reports whether it completed or was dropped early.
+//! A stream of items released after chosen delays (tokio time, so it runs
+//! in virtual time under a paused clock), that reports whether it
+//! completed or was dropped early. The offline TTS speaks through it.
 
 use futures_core::Stream;
 use std::collections::VecDeque;
@@ -11,17 +12,17 @@ use tokio::time::Sleep;
 type OnEnd = Box<dyn FnOnce(bool) + Send>;
 
 /// Yields each item after its delay (counted from the previous item).
-pub struct ScriptedStream<T> {
+pub struct TimedStream<T> {
     items: VecDeque<(Duration, T)>,
     sleep: Option<Pin<Box<Sleep>>>,
     on_end: Option<OnEnd>,
 }
 
-impl<T> ScriptedStream<T> {
+impl<T> TimedStream<T> {
     /// `on_end(true)` when every item was taken, `on_end(false)` when the
     /// stream is dropped before that.
     pub fn new(items: Vec<(Duration, T)>, on_end: impl FnOnce(bool) + Send + 'static) -> Self {
-        ScriptedStream {
+        TimedStream {
             items: items.into(),
             sleep: None,
             on_end: Some(Box::new(on_end)),
@@ -29,7 +30,7 @@ impl<T> ScriptedStream<T> {
     }
 }
 
-impl<T: Unpin> Stream for ScriptedStream<T> {
+impl<T: Unpin> Stream for TimedStream<T> {
     type Item = T;
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<T>> {
         let this = &mut *self;
@@ -55,7 +56,7 @@ impl<T: Unpin> Stream for ScriptedStream<T> {
 
 use std::future::Future;
 
-impl<T> Drop for ScriptedStream<T> {
+impl<T> Drop for TimedStream<T> {
     fn drop(&mut self) {
         if let Some(f) = self.on_end.take() {
             f(false);

@@ -40,6 +40,14 @@ use voice::history::{
 use voice::stages::llm::{LlmReply, LlmToolCall};
 use voice::{Ctx, Direction, Stage};
 
+mod journal;
+mod llm;
+mod parts;
+
+use journal::VoiceJournal;
+pub use llm::{Pacing, ResponderLlm};
+pub use parts::{start_call, CallParts, RunningCall, OUTPUT_RATE};
+
 /// What the conversation stage leaves behind when the call ends.
 #[derive(Debug, Clone)]
 pub struct CallOutcome {
@@ -599,175 +607,5 @@ impl Stage for ConversationStage {
             },
             f => ctx.pass(f, dir),
         }
-    }
-}
-
-/// Everything a voice call is made of.
-pub struct CallParts<D, S> {
-    pub engine: Engine,
-    pub backend: Arc<dyn Backend>,
-    pub responder: Arc<dyn Responder>,
-    pub llm: Arc<dyn voice::stages::llm::Llm>,
-    pub tts: Arc<dyn voice::stages::tts::Tts>,
-    pub stt: S,
-    pub detector: D,
-    pub barge_in: voice::stages::turn::BargeInRules,
-    /// Unix seconds of the call start.
-    pub start_unix: f64,
-    /// Where the call's events go as they happen (none: in memory only).
-    pub journal: Option<crate::journal::Journal>,
-}
-
-/// A running voice call.
-pub struct RunningCall<K> {
-    pub pipeline: voice::Pipeline,
-    pub control: CallControl,
-    pub floor: Arc<Floor>,
-    /// The player; yields the sink back when the call is over.
-    pub player: tokio::task::JoinHandle<K>,
-}
-
-/// The output sample rate (telephone audio).
-pub const OUTPUT_RATE: u32 = 8000;
-
-/// Build and start the CallLock pipeline; agent audio goes to `sink`.
-pub fn start_call<D, S, K>(parts: CallParts<D, S>, sink: K) -> RunningCall<K>
-where
-    D: voice::stages::vad::SpeechDetector,
-    S: voice::stages::stt::Stt,
-    K: voice::stages::output::AudioSink,
-{
-    use voice::stages::{
-        llm::LlmStage, mulaw::MuLawDecode, output, resample::ResampleStage,
-        sentences::SentenceAggregator, stt::SttStage, tts::TtsStage, turn::TurnStage,
-        vad::VadStage,
-    };
-    let floor = Arc::new(Floor::default());
-    let (conversation, control) = ConversationStage::new(
-        parts.engine,
-        parts.backend,
-        parts.responder,
-        floor.clone(),
-        parts.start_unix,
-    );
-    let mut conversation = conversation;
-    conversation.journal = parts.journal.map(VoiceJournal::new);
-    let mut pipeline = voice::Pipeline::builder()
-        .stage(MuLawDecode)
-        .stage(VadStage::new(parts.detector))
-        .stage(SttStage::new(parts.stt))
-        .stage(TurnStage::new(floor.clone(), parts.barge_in))
-        .stage(conversation)
-        .stage(LlmStage::new(parts.llm))
-        .stage(SentenceAggregator::default())
-        .stage(TtsStage::new(parts.tts))
-        .stage(ResampleStage::new(OUTPUT_RATE))
-        .stage(output::OutputStage)
-        .tail(output::OUTPUT_QUEUE_FRAMES)
-        .build();
-    let tail = pipeline.take_tail().expect("built with a tail");
-    let up = pipeline
-        .stage_control(pipeline.len() - 1)
-        .expect("output stage");
-    let player = output::Player::new(sink, tail, up, pipeline.scope().clone(), floor.clone());
-    let player = tokio::spawn(player.run());
-    RunningCall {
-        pipeline,
-        control,
-        floor,
-        player,
-    }
-}
-
-/// The offline LLM: the scripted responder's line for each turn, streamed
-/// word by word with a chosen latency (what `calllock voice` and the
-/// harness use when no LLM vendor is configured).
-pub fn scripted_llm(
-    responder: Arc<agent::responder::ScriptedResponder>,
-    first_token: Duration,
-    per_token: Duration,
-) -> voice::testkit::MockLlm {
-    voice::testkit::MockLlm::new(move |req, _| {
-        let text = req
-            .get::<TurnRequest>()
-            .map(|r| responder.line(r))
-            .unwrap_or_default();
-        voice::testkit::MockReply::text(&text, first_token, per_token)
-    })
-}
-
-/// The voice call's events in the journal's vocabulary (see
-/// [`crate::journal`]): caller/agent lines, interruptions with what was
-/// heard, tool calls and results, state changes, the end, and the session
-/// when it changed.
-struct VoiceJournal {
-    journal: crate::journal::Journal,
-    tools: HashMap<u64, String>,
-    snapshots: crate::journal::SessionSnapshots,
-}
-
-impl VoiceJournal {
-    fn new(journal: crate::journal::Journal) -> Self {
-        VoiceJournal {
-            journal,
-            tools: HashMap::new(),
-            snapshots: Default::default(),
-        }
-    }
-
-    fn record(&mut self, at: f64, state: agent::State, e: &Event) {
-        let st = state.as_str();
-        let (kind, data) = match e {
-            Event::CallerSaid { text } | Event::CallerContext { text } => {
-                ("caller", serde_json::json!({"text": text, "state": st}))
-            }
-            Event::AgentSaid {
-                msg_id,
-                text,
-                source,
-            } => (
-                "agent",
-                serde_json::json!({"text": text, "state": st, "msg_id": msg_id.0, "source": format!("{source:?}")}),
-            ),
-            Event::SpeechStarted { msg_id } => {
-                ("speech_started", serde_json::json!({"msg_id": msg_id.0}))
-            }
-            Event::SpeechFinished { msg_id } => {
-                ("speech_finished", serde_json::json!({"msg_id": msg_id.0}))
-            }
-            Event::Interrupted { msg_id, heard_text } => (
-                "interrupted",
-                serde_json::json!({"msg_id": msg_id.0, "heard": heard_text}),
-            ),
-            Event::ToolCalled {
-                call_id,
-                name,
-                args,
-            } => {
-                self.tools.insert(call_id.0, name.clone());
-                let args: Value = serde_json::from_str(args).unwrap_or(Value::Null);
-                ("tool_call", serde_json::json!({"tool": name, "args": args}))
-            }
-            Event::ToolFinished {
-                call_id,
-                result,
-                outcome,
-            } => {
-                let result: Value =
-                    serde_json::from_str(result).unwrap_or_else(|_| Value::String(result.clone()));
-                let tool = self.tools.get(&call_id.0).cloned().unwrap_or_default();
-                (
-                    "tool_result",
-                    serde_json::json!({"tool": tool, "result": result, "state": st, "outcome": format!("{outcome:?}")}),
-                )
-            }
-            Event::Note { kind, text } => ("note", serde_json::json!({"kind": kind, "text": text})),
-            Event::CallEnded { reason } => ("ended", serde_json::json!({"by": reason})),
-        };
-        self.journal.record(at, kind, data);
-    }
-
-    fn session(&mut self, at: f64, session: &agent::Session) {
-        self.snapshots.record(&self.journal, at, session);
     }
 }

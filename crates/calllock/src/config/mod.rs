@@ -10,6 +10,9 @@ use agent::BusinessProfile;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
+mod serve;
+pub use serve::{ServeSection, TwilioSection};
+
 /// Timing of the conversation engine (seconds).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -232,6 +235,8 @@ pub struct Config {
     pub backend: BackendSection,
     pub dashboard: DashboardSection,
     pub outbox: OutboxSection,
+    pub serve: ServeSection,
+    pub twilio: TwilioSection,
 }
 
 impl Default for Config {
@@ -247,6 +252,8 @@ impl Default for Config {
             backend: BackendSection::default(),
             dashboard: DashboardSection::default(),
             outbox: OutboxSection::default(),
+            serve: ServeSection::default(),
+            twilio: TwilioSection::default(),
         }
     }
 }
@@ -294,6 +301,7 @@ impl Config {
                 ("llm", "api_key"),
                 ("backend", "api_key"),
                 ("dashboard", "webhook_secret"),
+                ("twilio", "auth_token"),
             ] {
                 if let Some(toml::Value::String(s)) =
                     t.get_mut(section).and_then(|x| x.get_mut(key))
@@ -523,6 +531,8 @@ pub fn load_from(path: Option<&Path>, env: &[(String, String)]) -> Result<Config
             cfg.sim.speech_chars_per_s
         ));
     }
+    serve::apply_env(&mut cfg.serve, &mut cfg.twilio, &get, &mut problems);
+    problems.extend(serve::problems(&cfg.serve, &cfg.twilio));
     problems.extend(vendor_problems(&cfg));
     if problems.is_empty() {
         Ok(cfg)
@@ -691,6 +701,25 @@ backoff_base_s = 5.0         # doubled per failed attempt …
 backoff_max_s = 300.0        # … up to this
 poll_s = 2.0
 lease_s = 120.0
+
+# `calllock serve`: Twilio calls this server. Env: PORT, CALLLOCK_PUBLIC_URL
+# (or FLY_APP_NAME), CALLLOCK_MAX_CALLS.
+[serve]
+port = 8765
+bind = "127.0.0.1"           # "0.0.0.0" needs twilio.auth_token (or --allow-unsigned)
+public_url = ""              # e.g. "https://calllock.example.com"; empty: the Host header
+trusted_proxy = false        # honour X-Forwarded-Proto/Host (only behind your own proxy)
+max_calls = 1000             # beyond: an apology and a callback
+shutdown_grace_s = 120.0     # live calls may finish this long after SIGTERM
+output_lead_ms = 100         # agent audio queued at Twilio ahead of playback
+
+# Twilio. Env: TWILIO_ACCOUNT_SID, TWILIO_AUTH_TOKEN, CALLLOCK_TWILIO_API_URL.
+[twilio]
+account_sid = ""
+auth_token = ""              # set: every request must carry a valid X-Twilio-Signature
+api_url = "https://api.twilio.com"
+mark_interval_ms = 200       # what the caller heard is known to this precision
+hangup_wait_s = 5.0          # wait for the goodbye to finish playing, at most
 "#;
 
 #[cfg(test)]

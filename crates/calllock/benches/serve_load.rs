@@ -1,0 +1,250 @@
+//! Load benchmark of the whole `calllock serve` stack (not in the test
+//! suite): K concurrent phone calls over loopback WebSockets.
+//!
+//! The server is the release binary in its own process (`calllock serve`,
+//! offline: the scripted responder paced like a model, the offline speech
+//! codec). This process is the telephone network: K phones of `calllock
+//! dial` (Twilio JSON + base64 µ-law, 20 ms frames, marks echoed at
+//! playback) that say one line of a booking call every few seconds.
+//! Everything a call does runs: µ-law decode, VAD, STT, turn-taking, the
+//! engine, tools and journal, LLM stage, sentence aggregation, TTS,
+//! resampling, paced playback with marks.
+//!
+//! Reported: the server's cores used (from /proc), CPU per call, RSS per
+//! call above the idle baseline, outbound pacing lateness at the phones
+//! (p50/p99/max: how late each 20 ms message arrived against a steady
+//! schedule; the server sends ~100 ms ahead, so lateness under that is
+//! inaudible) and the time from the end of a caller line to the first
+//! agent audio.
+//!
+//! ```sh
+//! cargo bench -p calllock --bench serve_load -- --calls 1000 --seconds 30
+//! ```
+
+use calllock::dial::phone::PhoneLog;
+use calllock::dial::{place_call, Answer, DialOptions};
+use std::io::BufRead;
+use std::time::{Duration, Instant};
+
+/// The caller lines of `examples/replays/booking.jsonl`.
+fn lines() -> Vec<String> {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../examples/replays/booking.jsonl"
+    );
+    let text = std::fs::read_to_string(path).expect("examples/replays/booking.jsonl");
+    calllock::script::parse(&text)
+        .expect("a valid script")
+        .into_iter()
+        .filter_map(|i| match i {
+            calllock::sim::ScriptItem::Caller { text, .. } => Some(text),
+            _ => None,
+        })
+        .collect()
+}
+
+struct Args {
+    calls: usize,
+    seconds: u64,
+    ramp: u64,
+    every: f64,
+}
+
+fn args() -> Args {
+    let mut a = Args {
+        calls: 1000,
+        seconds: 30,
+        ramp: 20,
+        every: 5.0,
+    };
+    let v: Vec<String> = std::env::args().collect();
+    let mut i = 1;
+    while i < v.len() {
+        let next = v.get(i + 1).cloned().unwrap_or_default();
+        match v[i].as_str() {
+            "--calls" => a.calls = next.parse().expect("--calls N"),
+            "--seconds" => a.seconds = next.parse().expect("--seconds S"),
+            "--ramp" => a.ramp = next.parse().expect("--ramp S"),
+            "--every" => a.every = next.parse().expect("--every S"),
+            _ => {
+                i += 1;
+                continue;
+            }
+        }
+        i += 2;
+    }
+    a
+}
+
+/// (utime + stime in seconds, RSS in KiB) of a process.
+fn proc_usage(pid: u32) -> (f64, u64) {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let after = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or("");
+    let f: Vec<&str> = after.split_whitespace().collect();
+    let tick = 100.0; // USER_HZ
+    let cpu = f.get(11).and_then(|x| x.parse::<f64>().ok()).unwrap_or(0.0)
+        + f.get(12).and_then(|x| x.parse::<f64>().ok()).unwrap_or(0.0);
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    let rss = status
+        .lines()
+        .find(|l| l.starts_with("VmRSS:"))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|x| x.parse().ok())
+        .unwrap_or(0);
+    (cpu / tick, rss)
+}
+
+fn pct(v: &mut [Duration], p: f64) -> Duration {
+    if v.is_empty() {
+        return Duration::ZERO;
+    }
+    v.sort_unstable();
+    v[((v.len() - 1) as f64 * p).round() as usize]
+}
+
+async fn one_call(
+    o: DialOptions,
+    lines: std::sync::Arc<Vec<String>>,
+    every: Duration,
+    stop_at: Instant,
+    offset: Duration,
+) -> Option<PhoneLog> {
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let phone = match place_call(&o, tx).await {
+        Ok(Answer::Connected(p)) => p,
+        Ok(Answer::TurnedAway(_)) => return None,
+        Err(e) => {
+            eprintln!("call failed: {e:#}");
+            return None;
+        }
+    };
+    // Drain events (words) so the channel stays small.
+    tokio::spawn(async move { while rx.recv().await.is_some() {} });
+    tokio::time::sleep(offset).await;
+    let mut i = 0;
+    while Instant::now() < stop_at {
+        phone.say(&lines[i % lines.len()]);
+        i += 1;
+        tokio::time::sleep(every).await;
+    }
+    phone.hang_up();
+    Some(phone.finished().await)
+}
+
+fn main() {
+    let a = args();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let conf = dir.path().join("calllock.toml");
+    std::fs::write(
+        &conf,
+        format!("[serve]\nport = 0\nmax_calls = {}\n", a.calls + 100),
+    )
+    .expect("config");
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_calllock"))
+        .arg("serve")
+        .env("CALLLOCK_CONFIG", &conf)
+        .env("CALLLOCK_DATABASE", dir.path().join("calls.db"))
+        .env("CALLLOCK_LOG", "error")
+        .stderr(std::process::Stdio::null())
+        .env_remove("TWILIO_AUTH_TOKEN")
+        .env_remove("PORT")
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("start calllock serve");
+    let mut out = std::io::BufReader::new(child.stdout.take().expect("stdout"));
+    let mut first = String::new();
+    out.read_line(&mut first).expect("first line");
+    let addr = first
+        .trim()
+        .strip_prefix("listening on ")
+        .expect("listening line")
+        .to_string();
+    std::thread::spawn(move || for _ in out.lines() {});
+    let pid = child.id();
+    std::thread::sleep(Duration::from_millis(500));
+    let (_, rss0) = proc_usage(pid);
+
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let every = Duration::from_secs_f64(a.every);
+    let t0 = Instant::now();
+    let settle = Duration::from_secs(a.ramp + 5);
+    let stop_at = t0 + settle + Duration::from_secs(a.seconds);
+    println!(
+        "serve_load: {} calls ramped over {} s, measured for {} s, a caller line every {:.1} s",
+        a.calls, a.ramp, a.seconds, a.every
+    );
+    let script = std::sync::Arc::new(lines());
+    let logs = rt.block_on(async {
+        let mut tasks = Vec::new();
+        for k in 0..a.calls {
+            let o = DialOptions {
+                url: addr.clone(),
+                from: format!("+1512{:07}", 5_550_000 + k),
+                to: "+15125550000".into(),
+                auth_token: None,
+                chars_per_second: 15.0,
+            };
+            let offset = Duration::from_secs_f64(a.every * (k as f64 / a.calls as f64));
+            let at = t0 + Duration::from_secs_f64(a.ramp as f64 * k as f64 / a.calls as f64);
+            let script = script.clone();
+            tasks.push(tokio::spawn(async move {
+                tokio::time::sleep_until(at.into()).await;
+                one_call(o, script, every, stop_at, offset).await
+            }));
+        }
+        tokio::time::sleep_until((t0 + settle).into()).await;
+        let (cpu_a, _) = proc_usage(pid);
+        let wall_a = Instant::now();
+        tokio::time::sleep(Duration::from_secs(a.seconds) / 2).await;
+        let (_, rss_mid) = proc_usage(pid);
+        tokio::time::sleep_until(stop_at.into()).await;
+        let (cpu_b, rss_b) = proc_usage(pid);
+        let wall = wall_a.elapsed().as_secs_f64();
+        let cores = (cpu_b - cpu_a) / wall;
+        let rss = rss_mid.max(rss_b);
+        let mut logs = Vec::new();
+        for t in tasks {
+            if let Ok(Some(l)) = t.await {
+                logs.push(l);
+            }
+        }
+        let n = logs.len().max(1) as f64;
+        println!("calls completed: {} of {}", logs.len(), a.calls);
+        println!(
+            "server: {cores:.2} cores; {:.2} % of a core per call; RSS {} MiB ({} KiB idle), {:.1} KiB per call",
+            100.0 * cores / n,
+            rss / 1024,
+            rss0,
+            (rss.saturating_sub(rss0)) as f64 / n
+        );
+        logs
+    });
+    let mut late: Vec<Duration> = logs
+        .iter()
+        .flat_map(|l| l.media_lateness.iter().copied())
+        .collect();
+    let mut reply: Vec<Duration> = logs
+        .iter()
+        .flat_map(|l| l.reply_latencies.iter().copied())
+        .collect();
+    let ms = |d: Duration| d.as_secs_f64() * 1000.0;
+    println!(
+        "outbound pacing lateness over {} media messages: p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms",
+        late.len(),
+        ms(pct(&mut late, 0.5)),
+        ms(pct(&mut late, 0.99)),
+        ms(pct(&mut late, 1.0))
+    );
+    println!(
+        "end of caller speech -> first agent audio over {} turns: p50 {:.0} ms, p99 {:.0} ms \
+         (includes 500 ms endpointing and the paced offline LLM)",
+        reply.len(),
+        ms(pct(&mut reply, 0.5)),
+        ms(pct(&mut reply, 0.99))
+    );
+    unsafe { libc::kill(pid as i32, libc::SIGTERM) };
+    let _ = child.wait();
+}

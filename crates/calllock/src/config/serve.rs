@@ -1,0 +1,172 @@
+//! The `[serve]` and `[twilio]` sections: how `calllock serve` listens and
+//! how it talks to Twilio.
+
+use serde::{Deserialize, Serialize};
+
+/// `calllock serve`: the HTTP + WebSocket server Twilio calls.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ServeSection {
+    /// TCP port (env `PORT`, `--port`).
+    pub port: u16,
+    /// Address to bind (`--bind`). Loopback unless said otherwise: a
+    /// public address without `twilio.auth_token` is refused (signatures
+    /// could not be checked) unless `--allow-unsigned`.
+    pub bind: String,
+    /// The URL Twilio reaches this server at, e.g.
+    /// `https://calllock.example.com` (env `CALLLOCK_PUBLIC_URL`; on Fly.io
+    /// `FLY_APP_NAME` gives `https://<app>.fly.dev`). Empty: taken from the
+    /// request's `Host` (fine on loopback and behind a trusted proxy).
+    pub public_url: String,
+    /// Honour `X-Forwarded-Proto` / `X-Forwarded-Host` (only behind a proxy
+    /// you run: anyone can send these headers).
+    pub trusted_proxy: bool,
+    /// Calls at once; a call beyond it hears a short apology and gets a
+    /// callback.
+    pub max_calls: u32,
+    /// On SIGTERM/SIGINT, live calls may go on this long before they are
+    /// ended politely.
+    pub shutdown_grace_s: f64,
+    /// Agent audio handed to Twilio ahead of real time (its playout buffer
+    /// never runs dry), milliseconds.
+    pub output_lead_ms: u64,
+}
+
+impl Default for ServeSection {
+    fn default() -> Self {
+        ServeSection {
+            port: 8765,
+            bind: "127.0.0.1".into(),
+            public_url: String::new(),
+            trusted_proxy: false,
+            max_calls: 1000,
+            shutdown_grace_s: 120.0,
+            output_lead_ms: 100,
+        }
+    }
+}
+
+/// Twilio: signatures and the REST API (hang-up).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct TwilioSection {
+    /// `AC…` (env `TWILIO_ACCOUNT_SID`). Needed for the REST hang-up.
+    pub account_sid: String,
+    /// Env `TWILIO_AUTH_TOKEN`. When set, every webhook and stream must
+    /// carry a valid `X-Twilio-Signature`.
+    pub auth_token: String,
+    /// The REST API base (env `CALLLOCK_TWILIO_API_URL`).
+    pub api_url: String,
+    /// A mark every this much agent audio (what the caller heard is known
+    /// to this precision).
+    pub mark_interval_ms: u64,
+    /// How long a hang-up waits for the goodbye's last mark echo.
+    pub hangup_wait_s: f64,
+}
+
+impl Default for TwilioSection {
+    fn default() -> Self {
+        TwilioSection {
+            account_sid: String::new(),
+            auth_token: String::new(),
+            api_url: "https://api.twilio.com".into(),
+            mark_interval_ms: 200,
+            hangup_wait_s: 5.0,
+        }
+    }
+}
+
+impl TwilioSection {
+    /// Whether signatures are checked.
+    pub fn signed(&self) -> bool {
+        !self.auth_token.is_empty()
+    }
+}
+
+/// Environment overrides of these sections.
+pub(super) fn apply_env(
+    serve: &mut ServeSection,
+    twilio: &mut TwilioSection,
+    get: &dyn Fn(&str) -> Option<String>,
+    problems: &mut Vec<String>,
+) {
+    if let Some(v) = get("PORT") {
+        match v.trim().parse::<u16>() {
+            Ok(p) => serve.port = p,
+            Err(_) => problems.push(format!("PORT={v:?} is not a port number (0-65535)")),
+        }
+    }
+    if let Some(v) = get("CALLLOCK_PUBLIC_URL") {
+        serve.public_url = v.trim().to_string();
+    } else if serve.public_url.is_empty() {
+        if let Some(app) = get("FLY_APP_NAME") {
+            serve.public_url = format!("https://{}.fly.dev", app.trim());
+        }
+    }
+    if let Some(v) = get("CALLLOCK_MAX_CALLS") {
+        match v.trim().parse::<u32>() {
+            Ok(n) => serve.max_calls = n,
+            Err(_) => problems.push(format!("CALLLOCK_MAX_CALLS={v:?} is not a whole number")),
+        }
+    }
+    if let Some(v) = get("TWILIO_ACCOUNT_SID") {
+        twilio.account_sid = v.trim().to_string();
+    }
+    if let Some(v) = get("TWILIO_AUTH_TOKEN") {
+        twilio.auth_token = v.trim().to_string();
+    }
+    if let Some(v) = get("CALLLOCK_TWILIO_API_URL") {
+        twilio.api_url = v.trim().to_string();
+    }
+}
+
+/// What is wrong with these sections, in plain words.
+pub(super) fn problems(serve: &ServeSection, twilio: &TwilioSection) -> Vec<String> {
+    let mut out = Vec::new();
+    if serve.bind.trim().parse::<std::net::IpAddr>().is_err() {
+        out.push(format!(
+            "serve.bind = {:?} must be an IP address like 127.0.0.1 or 0.0.0.0",
+            serve.bind
+        ));
+    }
+    let p = serve.public_url.trim();
+    if !(p.is_empty() || p.starts_with("https://") || p.starts_with("http://")) {
+        out.push(format!(
+            "serve.public_url (CALLLOCK_PUBLIC_URL) = {p:?} must be an https:// or http:// URL"
+        ));
+    }
+    if serve.max_calls == 0 {
+        out.push("serve.max_calls must be at least 1".into());
+    }
+    let g = serve.shutdown_grace_s;
+    if !(g.is_finite() && (0.0..=3600.0).contains(&g)) {
+        out.push(format!(
+            "serve.shutdown_grace_s = {g} must be between 0 and 3600 seconds"
+        ));
+    }
+    if serve.output_lead_ms > 1000 {
+        out.push(format!(
+            "serve.output_lead_ms = {} must be at most 1000",
+            serve.output_lead_ms
+        ));
+    }
+    let a = twilio.api_url.trim();
+    if !(a.starts_with("https://") || a.starts_with("http://")) {
+        out.push(format!(
+            "twilio.api_url (CALLLOCK_TWILIO_API_URL) = {a:?} must be an https:// or http:// URL"
+        ));
+    }
+    if !(20..=5000).contains(&twilio.mark_interval_ms) {
+        out.push(format!(
+            "twilio.mark_interval_ms = {} must be between 20 and 5000",
+            twilio.mark_interval_ms
+        ));
+    }
+    let w = twilio.hangup_wait_s;
+    if !(w.is_finite() && (0.0..=60.0).contains(&w)) {
+        out.push(format!(
+            "twilio.hangup_wait_s = {w} must be between 0 and 60 seconds"
+        ));
+    }
+    out
+}

@@ -1,0 +1,459 @@
+//! The phone: the far end of a Media Streams socket, behaving as Twilio's
+//! media server does.
+//!
+//! - Sends `connected`, `start` (stream and call SIDs, the TwiML's
+//!   `<Parameter>`s), then one 20 ms `media` message every 20 ms — the
+//!   caller's speech when they say something (the offline speech codec),
+//!   silence otherwise — and `stop` when the caller hangs up.
+//! - Plays the agent's `media` at real-time rate from a playout buffer and
+//!   echoes each `mark` once the audio queued before it has played (at
+//!   once when nothing is queued), as Twilio does.
+//! - On `clear`, empties the buffer and echoes every pending mark at once.
+//!
+//! What the caller heard (the agent's words, as they play) is reported as
+//! [`PhoneEvent`]s and kept in the [`PhoneLog`].
+
+use anyhow::{Context, Result};
+use base64::Engine as _;
+use futures_util::{SinkExt, StreamExt};
+use serde_json::json;
+use std::collections::VecDeque;
+use std::time::Duration;
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+use tokio_tungstenite::tungstenite::Message;
+use voice::offline::codec::{self, Decoded};
+
+/// µ-law bytes in 20 ms at 8 kHz.
+const FRAME: usize = 160;
+/// µ-law silence.
+const SILENCE: u8 = 0xFF;
+
+/// What the phone noticed, as it happened.
+#[derive(Debug, Clone, PartialEq)]
+pub enum PhoneEvent {
+    /// An agent word started playing.
+    AgentWord(String),
+    /// The agent's audio stopped (nothing left to play).
+    AgentQuiet,
+    /// The server sent `clear` (a barge-in).
+    Cleared,
+    /// The socket closed.
+    Closed,
+}
+
+/// One agent word the caller heard, with when it started playing.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HeardWord {
+    pub word: String,
+    pub at: Duration,
+}
+
+/// Everything the phone saw in one call.
+#[derive(Debug, Clone, Default)]
+pub struct PhoneLog {
+    pub call_sid: String,
+    pub heard: Vec<HeardWord>,
+    /// `clear` messages received.
+    pub clears: usize,
+    /// Marks echoed (played or cleared).
+    pub marks_echoed: usize,
+    /// Agent audio received (ms).
+    pub agent_audio_ms: u64,
+    /// The phone hung up (sent `stop`); false: the server closed the call.
+    pub caller_hung_up: bool,
+    /// Messages from the server that were not understood.
+    pub bad_messages: usize,
+    /// For each agent `media` message, how late it arrived against a
+    /// steady 20 ms schedule from the first message of its stretch (a
+    /// stretch ends after 200 ms without audio). Early is zero. Lateness
+    /// beyond the server's lead is a gap the caller would hear.
+    pub media_lateness: Vec<Duration>,
+    /// From the end of each caller line (its last frame sent) to the next
+    /// agent audio.
+    pub reply_latencies: Vec<Duration>,
+}
+
+impl PhoneLog {
+    /// The words heard, joined by spaces.
+    pub fn heard_text(&self) -> String {
+        self.heard
+            .iter()
+            .map(|w| w.word.as_str())
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+}
+
+/// What the phone connects with.
+#[derive(Debug, Clone)]
+pub struct Connect {
+    /// The `ws://…/ws/twilio` URL from the TwiML.
+    pub stream_url: String,
+    /// `X-Twilio-Signature` for the upgrade (when a token is known).
+    pub signature: Option<String>,
+    pub call_sid: String,
+    pub account_sid: String,
+    /// The TwiML's `<Parameter>`s.
+    pub parameters: Vec<(String, String)>,
+    /// The caller's speaking rate (characters per second).
+    pub chars_per_second: f64,
+}
+
+enum Cmd {
+    Say(String),
+    Raw(String),
+    HangUp,
+    Drop,
+}
+
+/// A live call from the phone's side.
+pub struct Phone {
+    cmd: mpsc::UnboundedSender<Cmd>,
+    task: tokio::task::JoinHandle<PhoneLog>,
+    pub call_sid: String,
+}
+
+enum Item {
+    Audio(Vec<u8>),
+    Mark(String),
+}
+
+impl Phone {
+    /// Open the stream and start the call. Events go to `events`.
+    pub async fn connect(c: Connect, events: mpsc::UnboundedSender<PhoneEvent>) -> Result<Phone> {
+        let mut req = c
+            .stream_url
+            .as_str()
+            .into_client_request()
+            .with_context(|| format!("bad stream URL {:?}", c.stream_url))?;
+        if let Some(sig) = &c.signature {
+            req.headers_mut().insert(
+                "X-Twilio-Signature",
+                sig.parse().context("signature header")?,
+            );
+        }
+        let (ws, _) = tokio_tungstenite::connect_async(req)
+            .await
+            .with_context(|| format!("cannot open the stream {}", c.stream_url))?;
+        let (cmd, rx) = mpsc::unbounded_channel();
+        let call_sid = c.call_sid.clone();
+        let task = tokio::spawn(run(ws, c, rx, events));
+        Ok(Phone {
+            cmd,
+            task,
+            call_sid,
+        })
+    }
+
+    /// The caller says `text` (queued after what they are still saying).
+    pub fn say(&self, text: &str) {
+        let _ = self.cmd.send(Cmd::Say(text.to_string()));
+    }
+
+    /// Send a raw text frame (tests: garbage, odd messages).
+    pub fn send_raw(&self, text: &str) {
+        let _ = self.cmd.send(Cmd::Raw(text.to_string()));
+    }
+
+    /// The caller hangs up: `stop`, then the socket closes.
+    pub fn hang_up(&self) {
+        let _ = self.cmd.send(Cmd::HangUp);
+    }
+
+    /// The line drops: the socket closes with no `stop`.
+    pub fn drop_line(&self) {
+        let _ = self.cmd.send(Cmd::Drop);
+    }
+
+    /// Wait for the call to end (either side) and return what happened.
+    pub async fn finished(self) -> PhoneLog {
+        self.task.await.unwrap_or_default()
+    }
+}
+
+fn media_json(stream_sid: &str, seq: u64, chunk: u64, ts_ms: u64, ulaw: &[u8]) -> String {
+    json!({
+        "event": "media",
+        "sequenceNumber": seq.to_string(),
+        "streamSid": stream_sid,
+        "media": {
+            "track": "inbound",
+            "chunk": chunk.to_string(),
+            "timestamp": ts_ms.to_string(),
+            "payload": base64::engine::general_purpose::STANDARD.encode(ulaw),
+        }
+    })
+    .to_string()
+}
+
+/// The caller's speech as 20 ms µ-law frames.
+fn speech_frames(text: &str, cps: f64) -> Vec<Vec<u8>> {
+    let (samples, _) = codec::encode(text, 8000, cps);
+    let mut ulaw = Vec::with_capacity(samples.len());
+    audio::mulaw::encode(&samples, &mut ulaw);
+    ulaw.chunks(FRAME).map(|c| c.to_vec()).collect()
+}
+
+async fn run(
+    ws: tokio_tungstenite::WebSocketStream<
+        tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>,
+    >,
+    c: Connect,
+    mut cmds: mpsc::UnboundedReceiver<Cmd>,
+    events: mpsc::UnboundedSender<PhoneEvent>,
+) -> PhoneLog {
+    let (mut tx, mut rx) = ws.split();
+    let stream_sid = format!("MZ{}", &c.call_sid.trim_start_matches("CA"));
+    let mut log = PhoneLog {
+        call_sid: c.call_sid.clone(),
+        ..PhoneLog::default()
+    };
+    let params: serde_json::Map<String, serde_json::Value> = c
+        .parameters
+        .iter()
+        .map(|(k, v)| (k.clone(), json!(v)))
+        .collect();
+    let hello = [
+        json!({"event": "connected", "protocol": "Call", "version": "1.0.0"}).to_string(),
+        json!({
+            "event": "start",
+            "sequenceNumber": "1",
+            "streamSid": stream_sid,
+            "start": {
+                "streamSid": stream_sid,
+                "accountSid": c.account_sid,
+                "callSid": c.call_sid,
+                "tracks": ["inbound"],
+                "customParameters": params,
+                "mediaFormat": {"encoding": "audio/x-mulaw", "sampleRate": 8000, "channels": 1},
+            }
+        })
+        .to_string(),
+    ];
+    for m in hello {
+        if tx.send(Message::Text(m.into())).await.is_err() {
+            let _ = events.send(PhoneEvent::Closed);
+            return log;
+        }
+    }
+    let t0 = Instant::now();
+    let mut seq = 2u64;
+    let mut chunk = 1u64;
+    let mut caller: VecDeque<Vec<u8>> = VecDeque::new();
+    let mut playout: VecDeque<Item> = VecDeque::new();
+    let mut playing = false;
+    // (first arrival of the stretch, messages in it, last arrival)
+    let mut stretch: Option<(Instant, u32, Instant)> = None;
+    let mut caller_done_at: Option<Instant> = None;
+    let mut tick = tokio::time::interval(Duration::from_millis(20));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Burst);
+    let echo = |name: &str| {
+        json!({"event": "mark", "sequenceNumber": "0", "streamSid": stream_sid, "mark": {"name": name}})
+            .to_string()
+    };
+    loop {
+        let mut out: Vec<String> = Vec::new();
+        tokio::select! {
+            _ = tick.tick() => {
+                // The caller's next 20 ms.
+                let frame = match caller.pop_front() {
+                    Some(f) => {
+                        if caller.is_empty() {
+                            caller_done_at = Some(Instant::now());
+                        }
+                        f
+                    }
+                    None => vec![SILENCE; FRAME],
+                };
+                let ts = (chunk - 1) * 20;
+                out.push(media_json(&stream_sid, seq, chunk, ts, &frame));
+                seq += 1;
+                chunk += 1;
+                // The agent's next 20 ms, and the marks it completes.
+                let (played, marks) = play(&mut playout);
+                for m in &marks {
+                    out.push(echo(m));
+                }
+                log.marks_echoed += marks.len();
+                match played {
+                    Some(bytes) => {
+                        playing = true;
+                        let mut pcm = Vec::with_capacity(bytes.len());
+                        audio::mulaw::decode(&bytes, &mut pcm);
+                        if let Decoded::Word(w) = codec::decode(&pcm) {
+                            log.heard.push(HeardWord { word: w.clone(), at: t0.elapsed() });
+                            let _ = events.send(PhoneEvent::AgentWord(w));
+                        }
+                    }
+                    None if playing => {
+                        playing = false;
+                        let _ = events.send(PhoneEvent::AgentQuiet);
+                    }
+                    None => {}
+                }
+            }
+            msg = rx.next() => {
+                let text = match msg {
+                    Some(Ok(Message::Text(t))) => t,
+                    Some(Ok(Message::Close(_))) | None | Some(Err(_)) => break,
+                    Some(Ok(_)) => { log.bad_messages += 1; continue }
+                };
+                let Ok(v) = serde_json::from_str::<serde_json::Value>(text.as_str()) else {
+                    log.bad_messages += 1;
+                    continue;
+                };
+                match v["event"].as_str() {
+                    Some("media") => {
+                        let payload = v["media"]["payload"].as_str().unwrap_or("");
+                        match base64::engine::general_purpose::STANDARD.decode(payload) {
+                            Ok(bytes) => {
+                                let now = Instant::now();
+                                if let Some(t) = caller_done_at.take() {
+                                    log.reply_latencies.push(now - t);
+                                }
+                                stretch = match stretch {
+                                    Some((first, n, last))
+                                        if now - last < Duration::from_millis(200) =>
+                                    {
+                                        let due = first + Duration::from_millis(20) * n;
+                                        log.media_lateness.push(now.saturating_duration_since(due));
+                                        Some((first, n + 1, now))
+                                    }
+                                    _ => {
+                                        log.media_lateness.push(Duration::ZERO);
+                                        Some((now, 1, now))
+                                    }
+                                };
+                                log.agent_audio_ms += bytes.len() as u64 / 8;
+                                playout.push_back(Item::Audio(bytes));
+                            }
+                            Err(_) => log.bad_messages += 1,
+                        }
+                    }
+                    Some("mark") => {
+                        let name = v["mark"]["name"].as_str().unwrap_or("").to_string();
+                        if playout.is_empty() {
+                            out.push(echo(&name));
+                            log.marks_echoed += 1;
+                        } else {
+                            playout.push_back(Item::Mark(name));
+                        }
+                    }
+                    Some("clear") => {
+                        log.clears += 1;
+                        let _ = events.send(PhoneEvent::Cleared);
+                        for it in playout.drain(..) {
+                            if let Item::Mark(name) = it {
+                                out.push(echo(&name));
+                                log.marks_echoed += 1;
+                            }
+                        }
+                    }
+                    _ => log.bad_messages += 1,
+                }
+            }
+            cmd = cmds.recv() => match cmd {
+                Some(Cmd::Say(text)) => caller.extend(speech_frames(&text, c.chars_per_second)),
+                Some(Cmd::Raw(text)) => out.push(text),
+                Some(Cmd::HangUp) | None => {
+                    let stop = json!({
+                        "event": "stop",
+                        "sequenceNumber": seq.to_string(),
+                        "streamSid": stream_sid,
+                        "stop": {"accountSid": c.account_sid, "callSid": c.call_sid},
+                    });
+                    let _ = tx.send(Message::Text(stop.to_string().into())).await;
+                    let _ = tx.close().await;
+                    log.caller_hung_up = true;
+                    break;
+                }
+                Some(Cmd::Drop) => {
+                    // No `stop`, no close handshake: the TCP connection just goes.
+                    log.caller_hung_up = true;
+                    break;
+                }
+            },
+        }
+        for m in out {
+            if tx.send(Message::Text(m.into())).await.is_err() {
+                let _ = events.send(PhoneEvent::Closed);
+                return log;
+            }
+        }
+    }
+    let _ = events.send(PhoneEvent::Closed);
+    log
+}
+
+/// Play 20 ms from the playout buffer: the audio played (if any) and the
+/// marks whose audio has now all played.
+fn play(playout: &mut VecDeque<Item>) -> (Option<Vec<u8>>, Vec<String>) {
+    let mut marks = Vec::new();
+    let mut frame: Vec<u8> = Vec::new();
+    while frame.len() < FRAME {
+        match playout.front_mut() {
+            Some(Item::Mark(_)) => {
+                if let Some(Item::Mark(n)) = playout.pop_front() {
+                    marks.push(n);
+                }
+            }
+            Some(Item::Audio(a)) => {
+                let take = (FRAME - frame.len()).min(a.len());
+                frame.extend(a.drain(..take));
+                if a.is_empty() {
+                    playout.pop_front();
+                }
+            }
+            None => break,
+        }
+    }
+    // Marks right after this frame's audio: it has played.
+    while let Some(Item::Mark(_)) = playout.front() {
+        if let Some(Item::Mark(n)) = playout.pop_front() {
+            marks.push(n);
+        }
+    }
+    ((!frame.is_empty()).then_some(frame), marks)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn marks_echo_once_their_audio_played() {
+        let mut p = VecDeque::new();
+        p.push_back(Item::Audio(vec![1; 200]));
+        p.push_back(Item::Mark("a".into()));
+        p.push_back(Item::Audio(vec![2; 120]));
+        p.push_back(Item::Mark("b".into()));
+        let (f, m) = play(&mut p);
+        assert_eq!(f.unwrap().len(), 160);
+        assert!(m.is_empty());
+        let (f, m) = play(&mut p);
+        assert_eq!(f.unwrap().len(), 160);
+        assert_eq!(m, ["a", "b"]);
+        let (f, m) = play(&mut p);
+        assert!(f.is_none() && m.is_empty());
+    }
+
+    #[test]
+    fn speech_is_whole_frames() {
+        let frames = speech_frames("my AC is broken", 15.0);
+        assert!(frames.iter().all(|f| f.len() == FRAME));
+        let words: Vec<String> = frames
+            .iter()
+            .filter_map(|f| {
+                let mut pcm = Vec::new();
+                audio::mulaw::decode(f, &mut pcm);
+                match codec::decode(&pcm) {
+                    Decoded::Word(w) => Some(w),
+                    _ => None,
+                }
+            })
+            .collect();
+        assert_eq!(words, ["my", "AC", "is", "broken"]);
+    }
+}

@@ -1,0 +1,225 @@
+//! Driving a [`Phone`]: from the keyboard, or from a replay script (the
+//! format of `calllock replay`) against a live server.
+//!
+//! A script's caller line with no timing is said once the agent has
+//! answered and gone quiet (then `pause`); `"after": S` is said S seconds
+//! after the previous caller line ended; `"at": S` at S seconds into the
+//! call; `{"silence": S}` waits; `{"hangup": true}` hangs up once the
+//! agent is quiet. `tool_result` lines cannot steer a live server and are
+//! skipped (said on stderr).
+
+use super::phone::{Phone, PhoneEvent, PhoneLog};
+use crate::sim::{ScriptItem, When};
+use std::io::Write;
+use std::time::Duration;
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+
+/// How long the agent must be quiet before the caller takes their turn.
+const QUIET: Duration = Duration::from_millis(700);
+/// Longest wait for the agent to answer before the caller goes on anyway.
+const ANSWER_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Follows the phone's events (and prints them when asked).
+pub struct Listener {
+    rx: mpsc::UnboundedReceiver<PhoneEvent>,
+    print: bool,
+    /// Agent words heard since the caller last spoke.
+    words_since_said: usize,
+    speaking: bool,
+    quiet_since: Instant,
+    closed: bool,
+    at_line_start: bool,
+    /// The caller has said something.
+    spoke: bool,
+}
+
+impl Listener {
+    pub fn new(rx: mpsc::UnboundedReceiver<PhoneEvent>, print: bool) -> Self {
+        Listener {
+            rx,
+            print,
+            words_since_said: 0,
+            speaking: false,
+            quiet_since: Instant::now(),
+            closed: false,
+            at_line_start: true,
+            spoke: false,
+        }
+    }
+
+    fn take(&mut self, e: PhoneEvent) {
+        match e {
+            PhoneEvent::AgentWord(w) => {
+                self.words_since_said += 1;
+                self.speaking = true;
+                if self.print {
+                    let mut out = std::io::stdout().lock();
+                    if self.at_line_start {
+                        let _ = write!(out, "agent:  ");
+                        self.at_line_start = false;
+                    }
+                    let _ = write!(out, "{w} ");
+                    let _ = out.flush();
+                }
+            }
+            PhoneEvent::AgentQuiet => {
+                self.speaking = false;
+                self.quiet_since = Instant::now();
+                self.end_line();
+            }
+            PhoneEvent::Cleared => {
+                self.speaking = false;
+                self.quiet_since = Instant::now();
+                if self.print {
+                    print!("[cut off] ");
+                }
+                self.end_line();
+            }
+            PhoneEvent::Closed => {
+                self.closed = true;
+                self.end_line();
+            }
+        }
+    }
+
+    fn end_line(&mut self) {
+        if self.print && !self.at_line_start {
+            println!();
+        }
+        self.at_line_start = true;
+    }
+
+    /// The caller said something.
+    pub fn said(&mut self, text: &str) {
+        self.words_since_said = 0;
+        self.spoke = true;
+        self.end_line();
+        if self.print {
+            println!("caller: {text}");
+        }
+    }
+
+    /// The caller spoke and the agent has not said a word since.
+    pub fn awaiting_answer(&self) -> bool {
+        self.spoke && self.words_since_said == 0
+    }
+
+    pub fn is_closed(&self) -> bool {
+        self.closed
+    }
+
+    /// Handle events for `d` (or until the call closes).
+    pub async fn pump(&mut self, d: Duration) {
+        let until = Instant::now() + d;
+        while !self.closed {
+            tokio::select! {
+                e = self.rx.recv() => match e {
+                    Some(e) => self.take(e),
+                    None => self.closed = true,
+                },
+                _ = tokio::time::sleep_until(until) => return,
+            }
+        }
+    }
+
+    /// Wait until the agent has answered (a word since the caller spoke,
+    /// when `need_answer`) and has been quiet for a moment.
+    pub async fn agent_turn_over(&mut self, need_answer: bool) {
+        let deadline = Instant::now() + ANSWER_TIMEOUT;
+        while !self.closed && Instant::now() < deadline {
+            let answered = !need_answer || self.words_since_said > 0;
+            if answered && !self.speaking && self.quiet_since.elapsed() >= QUIET {
+                return;
+            }
+            self.pump(Duration::from_millis(50)).await;
+        }
+    }
+}
+
+/// Play `items` on `phone`; returns when the call is over.
+pub async fn run_script(
+    phone: Phone,
+    mut l: Listener,
+    items: Vec<ScriptItem>,
+    pause: Duration,
+    chars_per_second: f64,
+) -> PhoneLog {
+    let t0 = Instant::now();
+    let mut last_said_end = t0;
+    for item in items {
+        if l.is_closed() {
+            break;
+        }
+        match item {
+            ScriptItem::Caller { text, when } => {
+                match when {
+                    When::Default => {
+                        l.agent_turn_over(true).await;
+                        l.pump(pause).await;
+                    }
+                    When::After(s) => {
+                        let at = last_said_end + Duration::from_secs_f64(s.max(0.0));
+                        l.pump(at.saturating_duration_since(Instant::now())).await;
+                    }
+                    When::At(s) => {
+                        let at = t0 + Duration::from_secs_f64(s.max(0.0));
+                        l.pump(at.saturating_duration_since(Instant::now())).await;
+                    }
+                }
+                if l.is_closed() {
+                    break;
+                }
+                phone.say(&text);
+                l.said(&text);
+                let chars = text.chars().count() as f64 + 1.0;
+                let speaking = Duration::from_secs_f64(chars / chars_per_second.max(0.1));
+                last_said_end = Instant::now() + speaking;
+            }
+            ScriptItem::Silence(s) => l.pump(Duration::from_secs_f64(s.max(0.0))).await,
+            ScriptItem::ToolResult { tool, .. } => {
+                eprintln!("note: a tool_result line ({tool:?}) cannot steer a live server; skipped")
+            }
+            ScriptItem::HangUp => {
+                // After the agent's answer to the last caller line, if any.
+                l.agent_turn_over(l.awaiting_answer()).await;
+                phone.hang_up();
+                break;
+            }
+        }
+    }
+    // The script is over: wait for the agent to end the call.
+    while !l.is_closed() {
+        l.pump(Duration::from_millis(200)).await;
+    }
+    phone.finished().await
+}
+
+/// Lines typed on the keyboard are said; the end of input hangs up.
+pub async fn run_interactive(
+    phone: Phone,
+    mut l: Listener,
+    mut lines: mpsc::Receiver<Option<String>>,
+) -> PhoneLog {
+    loop {
+        tokio::select! {
+            line = lines.recv() => match line {
+                Some(Some(text)) if !text.trim().is_empty() => {
+                    phone.say(text.trim());
+                    l.said(text.trim());
+                }
+                Some(Some(_)) => {}
+                _ => {
+                    phone.hang_up();
+                    break;
+                }
+            },
+            _ = l.pump(Duration::from_millis(100)) => {
+                if l.is_closed() {
+                    break;
+                }
+            }
+        }
+    }
+    phone.finished().await
+}

@@ -1,0 +1,231 @@
+//! The HTTP side of `calllock serve`: `/health`, the `/twiml` webhook and
+//! the `/ws/twilio` upgrade, with Twilio's request signatures.
+//!
+//! ## Which URL is signed
+//!
+//! Twilio signs the URL *it* requested. Behind a proxy the server sees
+//! another one, so the public base is, in order: `serve.public_url`
+//! (`CALLLOCK_PUBLIC_URL`), else — only with `serve.trusted_proxy` —
+//! `X-Forwarded-Proto` + `X-Forwarded-Host`, else `http://` + `Host`. The
+//! webhook's signed string is that base + path + query, then the POSTed
+//! form parameters; the stream's is the `wss://` URL of `<Stream url>`
+//! (the base with `http`→`ws`), with no parameters. Both are checked before
+//! anything else happens — no vendor connection opens for a forged request.
+
+use super::App;
+use axum::body::Bytes;
+use axum::extract::ws::WebSocketUpgrade;
+use axum::extract::{OriginalUri, Query, State};
+use axum::http::{HeaderMap, Method, StatusCode};
+use axum::response::{IntoResponse, Response};
+use providers::twilio::{signature, twiml};
+use std::collections::HashMap;
+use std::sync::Arc;
+
+/// `GET /health`: `ok`, or 503 `draining`; `?verbose=1`: JSON.
+pub(super) async fn health(
+    State(app): State<Arc<App>>,
+    Query(q): Query<HashMap<String, String>>,
+) -> Response {
+    let draining = app.calls.is_draining();
+    let status = if draining {
+        StatusCode::SERVICE_UNAVAILABLE
+    } else {
+        StatusCode::OK
+    };
+    let verbose = q
+        .get("verbose")
+        .is_some_and(|v| !matches!(v.as_str(), "" | "0" | "false"));
+    if !verbose {
+        let body = if draining { "draining" } else { "ok" };
+        return (status, body).into_response();
+    }
+    let database = match app.vendors.store.list_calls(None, 1).await {
+        Ok(_) => serde_json::json!({"ok": true, "kind": app.vendors.store.describe()}),
+        Err(e) => serde_json::json!({"ok": false, "error": e.to_string()}),
+    };
+    let cfg = &app.cfg;
+    let body = serde_json::json!({
+        "status": if draining { "draining" } else { "ok" },
+        "version": env!("CARGO_PKG_VERSION"),
+        "live_calls": app.calls.live(),
+        "max_calls": app.calls.max(),
+        "database": database,
+        "vendors": {
+            "llm": app.vendors.responder.name(),
+            "backend": format!("{:?}", cfg.backend.kind).to_lowercase(),
+            "dashboard": app.vendors.dashboard.is_some(),
+            "speech": "offline codec",
+            "twilio": {
+                "signatures": cfg.twilio.signed(),
+                "rest_hang_up": app.rest.is_some(),
+            },
+        },
+    });
+    (status, axum::Json(body)).into_response()
+}
+
+/// The base URL Twilio used to reach us (no trailing slash).
+pub(super) fn public_base(app: &App, headers: &HeaderMap) -> String {
+    let configured = app.cfg.serve.public_url.trim().trim_end_matches('/');
+    if !configured.is_empty() {
+        return configured.to_string();
+    }
+    let header = |name: &str| {
+        headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .map(|v| v.split(',').next().unwrap_or("").trim().to_string())
+            .filter(|v| !v.is_empty())
+    };
+    if app.cfg.serve.trusted_proxy {
+        if let (Some(proto), Some(host)) = (header("x-forwarded-proto"), header("x-forwarded-host"))
+        {
+            return format!("{proto}://{host}");
+        }
+    }
+    let host = header("host").unwrap_or_else(|| app.addr.to_string());
+    format!("http://{host}")
+}
+
+/// `http(s)://…` → `ws(s)://…`.
+fn ws_base(base: &str) -> String {
+    if let Some(rest) = base.strip_prefix("https://") {
+        format!("wss://{rest}")
+    } else if let Some(rest) = base.strip_prefix("http://") {
+        format!("ws://{rest}")
+    } else {
+        base.to_string()
+    }
+}
+
+/// The full URL of this request as Twilio saw it.
+fn signed_url(base: &str, uri: &axum::http::Uri) -> String {
+    let path_q = uri.path_and_query().map_or("/", |p| p.as_str());
+    format!("{base}{path_q}")
+}
+
+/// Whether the request's `X-Twilio-Signature` is valid (always true when
+/// no auth token is configured).
+fn signature_ok(app: &App, headers: &HeaderMap, url: &str, params: &[(String, String)]) -> bool {
+    if !app.cfg.twilio.signed() {
+        return true;
+    }
+    let Some(sig) = headers
+        .get("x-twilio-signature")
+        .and_then(|v| v.to_str().ok())
+    else {
+        return false;
+    };
+    signature::validate(&app.cfg.twilio.auth_token, url, params, sig)
+}
+
+fn twiml_response(body: String) -> Response {
+    (
+        StatusCode::OK,
+        [(axum::http::header::CONTENT_TYPE, "text/xml; charset=utf-8")],
+        body,
+    )
+        .into_response()
+}
+
+/// `GET|POST /twiml`: connect the call to our stream, or apologise when
+/// full (a callback is created for the caller).
+pub(super) async fn twiml(
+    State(app): State<Arc<App>>,
+    method: Method,
+    OriginalUri(uri): OriginalUri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let base = public_base(&app, &headers);
+    let url = signed_url(&base, &uri);
+    let form = if method == Method::POST {
+        signature::parse_form(&body)
+    } else {
+        Vec::new()
+    };
+    if !signature_ok(&app, &headers, &url, &form) {
+        tracing::warn!(url, "refused /twiml: missing or invalid X-Twilio-Signature");
+        return (StatusCode::FORBIDDEN, "invalid signature").into_response();
+    }
+    // Parameters: the POSTed form (Twilio's default), else the query.
+    let mut params: Vec<(String, String)> = form;
+    if params.is_empty() {
+        params = uri
+            .query()
+            .map(|q| signature::parse_form(q.as_bytes()))
+            .unwrap_or_default();
+    }
+    let param = |name: &str| {
+        params
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.clone())
+            .unwrap_or_default()
+    };
+    let (from, to, call_sid) = (param("From"), param("To"), param("CallSid"));
+    if !app.calls.has_room() {
+        let company = &app.cfg.business.company_name;
+        let line = format!(
+            "Thanks for calling {company}. All of our lines are busy right now. We will call \
+             you back shortly. Goodbye."
+        );
+        tracing::warn!(
+            live = app.calls.live(),
+            draining = app.calls.is_draining(),
+            from,
+            "a call was turned away (full or draining); creating a callback"
+        );
+        let app2 = app.clone();
+        let line2 = line.clone();
+        tokio::spawn(async move { super::turned_away(&app2, &from, &call_sid, &line2).await });
+        return twiml_response(twiml::say_and_hang_up(&line));
+    }
+    let stream_url = format!("{}/ws/twilio", ws_base(&base));
+    let body = twiml::connect_stream(&stream_url, &[("From", from.as_str()), ("To", to.as_str())]);
+    twiml_response(body)
+}
+
+/// `GET /ws/twilio`: one call per connection, once its signature holds.
+pub(super) async fn stream(
+    State(app): State<Arc<App>>,
+    OriginalUri(uri): OriginalUri,
+    headers: HeaderMap,
+    ws: WebSocketUpgrade,
+) -> Response {
+    let url = signed_url(&ws_base(&public_base(&app, &headers)), &uri);
+    if !signature_ok(&app, &headers, &url, &[]) {
+        tracing::warn!(
+            url,
+            "refused a stream: missing or invalid X-Twilio-Signature"
+        );
+        return (StatusCode::FORBIDDEN, "invalid signature").into_response();
+    }
+    let Some(slot) = app.calls.try_enter() else {
+        tracing::warn!("refused a stream: the server is full or draining");
+        return (StatusCode::SERVICE_UNAVAILABLE, "full").into_response();
+    };
+    ws.max_message_size(providers::twilio::media_streams::MAX_MESSAGE_BYTES)
+        .on_upgrade(move |socket| super::twilio_call::run(app, socket, slot))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ws_base_maps_schemes() {
+        assert_eq!(ws_base("https://a.example"), "wss://a.example");
+        assert_eq!(ws_base("http://127.0.0.1:8765"), "ws://127.0.0.1:8765");
+    }
+
+    #[test]
+    fn signed_url_keeps_the_query() {
+        let uri: axum::http::Uri = "/twiml?From=%2B1&To=2".parse().unwrap();
+        assert_eq!(
+            signed_url("https://x.example", &uri),
+            "https://x.example/twiml?From=%2B1&To=2"
+        );
+    }
+}

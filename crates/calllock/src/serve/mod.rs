@@ -1,0 +1,353 @@
+//! `calllock serve`: answer phone calls from Twilio.
+//!
+//! - [`http`]: `/health`, the `/twiml` webhook, the `/ws/twilio` upgrade,
+//!   request signatures;
+//! - [`twilio_call`]: one call on one Media Streams socket;
+//! - [`twilio_sink`]: agent audio onto the socket, with marks;
+//! - [`live`]: the live calls (capacity, draining, ending at shutdown);
+//! - [`speech`]: the speech vendors of a served call.
+//!
+//! At start the server takes over calls a crash left unfinished (as `chat`
+//! does), then runs the outbox worker and the crash recovery in the
+//! background. [`Server::shutdown`] stops admitting calls (`/health` says
+//! `draining`), lets live calls finish for `shutdown_grace_s`, ends the
+//! rest politely; a second call to it ends them at once. Every call's
+//! record is written either way.
+
+pub mod http;
+pub mod live;
+pub mod speech;
+pub mod twilio_call;
+pub mod twilio_sink;
+
+use crate::config::Config;
+use crate::delivery::PostCall;
+use crate::instance::KeepAlive;
+use crate::sim::{EndedBy, Outcome};
+use crate::wiring::Vendors;
+use anyhow::{Context, Result};
+use axum::routing::get;
+use live::{Ending, LiveCalls};
+use providers::twilio::rest::{TwilioRest, TwilioRestConfig};
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::watch;
+
+/// Everything a request handler needs.
+pub struct App {
+    pub cfg: Arc<Config>,
+    pub vendors: Vendors,
+    pub post: PostCall,
+    pub calls: Arc<LiveCalls>,
+    /// The REST client (hang-up), when Twilio credentials are configured.
+    pub rest: Option<TwilioRest>,
+    /// This process's id: the owner of its live calls in the database.
+    pub owner: String,
+    /// The address the server listens on.
+    pub addr: SocketAddr,
+}
+
+/// A running server.
+pub struct Server {
+    pub addr: SocketAddr,
+    app: Arc<App>,
+    stop_http: watch::Sender<bool>,
+    stop_worker: watch::Sender<bool>,
+    http: tokio::task::JoinHandle<()>,
+    alive: KeepAlive,
+}
+
+/// Whether `addr` only accepts connections from this machine.
+pub fn is_loopback(addr: &SocketAddr) -> bool {
+    addr.ip().is_loopback()
+}
+
+/// The REST client of the configuration (account SID and token set).
+fn rest_client(cfg: &Config) -> Result<Option<TwilioRest>> {
+    let t = &cfg.twilio;
+    if t.account_sid.trim().is_empty() || t.auth_token.is_empty() {
+        return Ok(None);
+    }
+    let rc = TwilioRestConfig {
+        api_base_url: t.api_url.trim().trim_end_matches('/').to_string(),
+        account_sid: t.account_sid.trim().to_string(),
+        auth_token: t.auth_token.clone(),
+        timeout: Duration::from_secs(10),
+    };
+    Ok(Some(
+        TwilioRest::new(rc).context("setting up the Twilio REST client")?,
+    ))
+}
+
+impl Server {
+    /// Open the vendors, recover interrupted calls, start the background
+    /// workers and serve on `listener`.
+    pub async fn start(cfg: Config, listener: tokio::net::TcpListener) -> Result<Server> {
+        let addr = listener
+            .local_addr()
+            .context("reading the listening address")?;
+        let store = crate::wiring::open_store(&cfg).await?;
+        let vendors = crate::wiring::vendors(&cfg, store).await?;
+        let alive = KeepAlive::start(
+            vendors.store.clone(),
+            crate::wiring::worker_name(&cfg),
+            cfg.instance_lease_s,
+        )
+        .await
+        .context("registering this process in the database")?;
+        let post = vendors.post_call(&cfg);
+        match crate::delivery::recover(&post, cfg.instance_lease_s).await {
+            Ok(ids) if !ids.is_empty() => tracing::info!(
+                count = ids.len(),
+                calls = ids.join(", "),
+                "recovered calls interrupted mid-call"
+            ),
+            Ok(_) => {}
+            Err(e) => tracing::error!(error = %e, "cannot recover interrupted calls"),
+        }
+        let (stop_worker, stop_rx) = watch::channel(false);
+        tokio::spawn(vendors.outbox_worker(&cfg).run(
+            crate::delivery::system_clock(),
+            Duration::from_secs_f64(cfg.outbox.poll_s),
+            stop_rx,
+        ));
+        tokio::spawn(crate::delivery::keep_recovering(
+            post.clone(),
+            cfg.instance_lease_s,
+            stop_worker.subscribe(),
+        ));
+        let rest = rest_client(&cfg)?;
+        let app = Arc::new(App {
+            calls: LiveCalls::new(cfg.serve.max_calls as usize),
+            cfg: Arc::new(cfg),
+            vendors,
+            post,
+            rest,
+            owner: alive.id().to_string(),
+            addr,
+        });
+        let router = axum::Router::new()
+            .route("/health", get(http::health))
+            .route("/twiml", get(http::twiml).post(http::twiml))
+            .route("/ws/twilio", get(http::stream))
+            .with_state(app.clone());
+        let (stop_http, mut stop_rx) = watch::channel(false);
+        let http = tokio::spawn(async move {
+            let shutdown = async move {
+                let _ = stop_rx.wait_for(|s| *s).await;
+            };
+            if let Err(e) = axum::serve(listener, router)
+                .with_graceful_shutdown(shutdown)
+                .await
+            {
+                tracing::error!(error = %e, "the HTTP server failed");
+            }
+        });
+        Ok(Server {
+            addr,
+            app,
+            stop_http,
+            stop_worker,
+            http,
+            alive,
+        })
+    }
+
+    /// The database the server writes its calls to.
+    pub fn store(&self) -> &store::Store {
+        &self.app.vendors.store
+    }
+
+    /// Calls live now.
+    pub fn live_calls(&self) -> usize {
+        self.app.calls.live()
+    }
+
+    /// Stop admitting calls (`/health` answers 503 `draining`).
+    pub fn drain(&self) {
+        self.app.calls.drain();
+    }
+
+    /// Tell live calls to end (`Politely`: goodbye, callback, hang-up;
+    /// `Now`: at once).
+    pub fn end_calls(&self, how: Ending) {
+        self.app.calls.end_all(how);
+    }
+
+    /// Wait until no call is live.
+    pub async fn idle(&self) {
+        self.app.calls.idle().await
+    }
+
+    /// Stop the HTTP server and the workers (after the calls ended).
+    pub async fn stop(self) {
+        let _ = self.stop_http.send(true);
+        // Connections still open (a socket whose call is over) must not
+        // hold the process.
+        let _ = tokio::time::timeout(Duration::from_secs(5), self.http).await;
+        let _ = self.stop_worker.send(true);
+        self.alive.stop().await;
+    }
+}
+
+/// A caller the server could not take (full or shutting down): their call
+/// is recorded and a callback created (or left in the outbox), so nothing
+/// is lost.
+async fn turned_away(app: &App, from: &str, call_sid: &str, line: &str) {
+    let now = chrono::Utc::now().timestamp_millis() as f64 / 1000.0;
+    let mut session = agent::Session::new(if from.is_empty() {
+        "unknown".to_string()
+    } else {
+        from.chars().take(64).collect()
+    });
+    session.call_sid = if call_sid.trim().is_empty() {
+        format!("CA-busy-{}", chrono::Utc::now().format("%Y%m%d-%H%M%S-%6f"))
+    } else {
+        format!(
+            "{}-busy",
+            call_sid.trim().chars().take(64).collect::<String>()
+        )
+    };
+    session.state = agent::State::Callback;
+    session.callback_type = "service".into();
+    session.problem_description = "Called while every line was busy; call back.".into();
+    session
+        .transcript_log
+        .push(agent::session::TranscriptEntry::agent(
+            line,
+            now,
+            agent::State::Callback,
+        ));
+    let mut outcome = Outcome {
+        session,
+        ended_by: EndedBy::Agent,
+        start_time: now,
+        end_time: now,
+        tools: Vec::new(),
+    };
+    let report = app.post.handle_call_ended(&mut outcome, false).await;
+    tracing::info!(
+        call_id = outcome.session.call_sid,
+        callback_created = outcome.session.callback_created,
+        pending = report.pending.len(),
+        "turned-away call recorded"
+    );
+}
+
+/// Options of `calllock serve` beyond the configuration.
+#[derive(Debug, Clone, Default)]
+pub struct ServeOptions {
+    /// Bind a non-loopback address with no Twilio auth token.
+    pub allow_unsigned: bool,
+}
+
+/// `calllock serve`: bind, serve until SIGTERM/SIGINT, shut down gracefully.
+pub async fn run(cfg: Config, opts: ServeOptions) -> Result<()> {
+    let ip: std::net::IpAddr = cfg
+        .serve
+        .bind
+        .trim()
+        .parse()
+        .with_context(|| format!("serve.bind {:?} is not an IP address", cfg.serve.bind))?;
+    let addr = SocketAddr::new(ip, cfg.serve.port);
+    if !cfg.twilio.signed() && !is_loopback(&addr) && !opts.allow_unsigned {
+        anyhow::bail!(
+            "refusing to listen on {addr} without TWILIO_AUTH_TOKEN: anyone could place calls \
+             and nothing could check Twilio's signatures. Set twilio.auth_token \
+             (TWILIO_AUTH_TOKEN), bind to 127.0.0.1, or pass --allow-unsigned if a proxy in \
+             front checks requests"
+        );
+    }
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .with_context(|| format!("cannot listen on {addr}"))?;
+    let grace = Duration::from_secs_f64(cfg.serve.shutdown_grace_s);
+    let signed = cfg.twilio.signed();
+    let public = cfg.serve.public_url.clone();
+    let server = Server::start(cfg, listener).await?;
+    let base = if public.is_empty() {
+        format!("http://{}", server.addr)
+    } else {
+        public
+    };
+    println!("listening on http://{}", server.addr);
+    println!(
+        "  Twilio voice webhook: {base}/twiml   stream: {}/ws/twilio   health: {base}/health",
+        base.replacen("http", "ws", 1)
+    );
+    println!(
+        "  signatures: {}   try it: calllock dial --url http://{}",
+        if signed {
+            "checked (TWILIO_AUTH_TOKEN)"
+        } else {
+            "NOT checked (no TWILIO_AUTH_TOKEN)"
+        },
+        server.addr
+    );
+    shutdown_on_signals(&server, grace).await;
+    server.stop().await;
+    Ok(())
+}
+
+/// Wait for SIGTERM/SIGINT, then drain: live calls get `grace`, then are
+/// ended politely; a second signal ends them at once.
+async fn shutdown_on_signals(server: &Server, grace: Duration) {
+    let mut signals = Signals::new();
+    signals.next().await;
+    let live = server.live_calls();
+    eprintln!(
+        "shutting down: no new calls; {live} live call(s) may finish within {}s (signal again \
+         to end them now)",
+        grace.as_secs()
+    );
+    server.drain();
+    let ended_now = tokio::select! {
+        _ = server.idle() => return,
+        _ = tokio::time::sleep(grace) => false,
+        _ = signals.next() => true,
+    };
+    if ended_now {
+        eprintln!("ending {} live call(s) now", server.live_calls());
+        server.end_calls(Ending::Now);
+    } else {
+        eprintln!(
+            "grace period over: ending {} live call(s) politely (goodbye, callback)",
+            server.live_calls()
+        );
+        server.end_calls(Ending::Politely);
+        tokio::select! {
+            _ = server.idle() => return,
+            _ = signals.next() => server.end_calls(Ending::Now),
+        }
+    }
+    // Records are written even when ending at once; wait for them, bounded.
+    let _ = tokio::time::timeout(Duration::from_secs(30), server.idle()).await;
+}
+
+/// SIGTERM and SIGINT (Ctrl-C) as one stream.
+struct Signals {
+    #[cfg(unix)]
+    term: Option<tokio::signal::unix::Signal>,
+}
+
+impl Signals {
+    fn new() -> Self {
+        Signals {
+            #[cfg(unix)]
+            term: tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok(),
+        }
+    }
+
+    async fn next(&mut self) {
+        #[cfg(unix)]
+        if let Some(term) = self.term.as_mut() {
+            tokio::select! {
+                _ = term.recv() => {},
+                _ = tokio::signal::ctrl_c() => {},
+            }
+            return;
+        }
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}

@@ -1,0 +1,491 @@
+//! One phone call on one Twilio Media Streams WebSocket.
+//!
+//! ```text
+//! socket reader ──media (µ-law)──▶ pipeline input (never waits: a full
+//!       │                           queue drops the frame and counts it)
+//!       ├──mark echo──▶ mark ledger ◀── TwilioSink (media + marks, clear)
+//!       └──stop / close──▶ the end       ▲
+//!                                        └── player (paced, small lead)
+//! socket writer ◀── Outgoing (text frames only; nothing after close)
+//! ```
+//!
+//! The call starts at Twilio's `start` message: its `callSid` is the call
+//! id (D-18), the `From` parameter the caller. It ends one of four ways:
+//! the caller hangs up (`stop`, or the socket just closes), the agent hangs
+//! up (its last line's final mark echoed — bounded — then one REST hang-up
+//! and the socket closed), or the server shuts down (a goodbye line, a
+//! callback promised, the REST hang-up). Whatever the end, the pipeline is
+//! stopped, the journal closed and post-call processing run exactly once.
+
+use super::twilio_sink::{ledger, Outgoing, SharedLedger, TwilioSink};
+use super::{App, Ending};
+use crate::sim::{EndedBy, Outcome};
+use crate::voice_call::{start_call, CallEnd, CallParts, Pacing, ResponderLlm};
+use agent::engine::Engine;
+use agent::session::Session;
+use agent::State;
+use axum::extract::ws::{Message, WebSocket};
+use futures_util::{SinkExt, StreamExt};
+use providers::twilio::marks::MarkLedger;
+use providers::twilio::media_streams::{mark_message, media_message, Inbound, Start, StreamReader};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::sync::mpsc;
+use voice::frames::{Audio, Frame};
+
+/// How long a new socket may take to send `start`.
+const START_TIMEOUT: Duration = Duration::from_secs(10);
+
+type WsRx = futures_util::stream::SplitStream<WebSocket>;
+
+/// Run one call to its end (the slot is held until post-call is done).
+pub(super) async fn run(app: Arc<App>, socket: WebSocket, slot: super::live::CallSlot) {
+    let (ws_tx, mut ws_rx) = socket.split();
+    let (out_tx, out_rx) = mpsc::unbounded_channel();
+    let writer = tokio::spawn(write_loop(ws_tx, out_rx));
+    let mut reader = StreamReader::new();
+    let Some(start) = wait_for_start(&mut ws_rx, &mut reader).await else {
+        let _ = out_tx.send(Outgoing::Close);
+        drop(out_tx);
+        let _ = writer.await;
+        return;
+    };
+    let call = Call::new(app, start, out_tx);
+    call.run(ws_rx, reader).await;
+    let _ = writer.await;
+    drop(slot);
+}
+
+/// Read until `start` (ignoring `connected`); `None` if the socket closes,
+/// times out or breaks the protocol before it.
+async fn wait_for_start(ws_rx: &mut WsRx, reader: &mut StreamReader) -> Option<Start> {
+    let deadline = tokio::time::Instant::now() + START_TIMEOUT;
+    loop {
+        let msg = tokio::time::timeout_at(deadline, ws_rx.next()).await;
+        let text = match msg {
+            Err(_) => {
+                tracing::warn!("a stream sent no `start` within {START_TIMEOUT:?}; closed");
+                return None;
+            }
+            Ok(None) | Ok(Some(Err(_))) | Ok(Some(Ok(Message::Close(_)))) => return None,
+            Ok(Some(Ok(Message::Text(t)))) => t,
+            Ok(Some(Ok(Message::Binary(_)))) => {
+                tracing::warn!("binary frame before `start` ignored (Twilio sends text)");
+                continue;
+            }
+            Ok(Some(Ok(_))) => continue,
+        };
+        match reader.read(text.as_str()) {
+            Ok(Inbound::Start(s)) => return Some(s),
+            Ok(_) => {}
+            Err(e) => tracing::warn!(error = %e, "message before `start` ignored"),
+        }
+    }
+}
+
+async fn write_loop(
+    mut ws_tx: futures_util::stream::SplitSink<WebSocket, Message>,
+    mut rx: mpsc::UnboundedReceiver<Outgoing>,
+) {
+    while let Some(o) = rx.recv().await {
+        let msg = match o {
+            Outgoing::Text(t) => Message::Text(t.into()),
+            Outgoing::Close => {
+                let _ = ws_tx.send(Message::Close(None)).await;
+                break;
+            }
+        };
+        if ws_tx.send(msg).await.is_err() {
+            break;
+        }
+    }
+    // Dropping `rx` makes every later send a no-op: nothing after close.
+    drop(rx);
+    let _ = ws_tx.close().await;
+}
+
+/// The phone number in the `From` parameter, bounded in length.
+fn caller_of(start: &Start) -> String {
+    let from = start
+        .custom_parameters
+        .get("From")
+        .map(|s| s.trim())
+        .filter(|s| !s.is_empty())
+        .unwrap_or("unknown");
+    from.chars().take(64).collect()
+}
+
+/// A usable call id: Twilio's `CA…` call SID, else a local one.
+fn call_id_of(start: &Start) -> String {
+    let sid = start.call_sid.trim();
+    if !sid.is_empty()
+        && sid.len() <= 64
+        && sid
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+    {
+        sid.to_string()
+    } else {
+        format!(
+            "CA-local-{}",
+            chrono::Utc::now().format("%Y%m%d-%H%M%S-%6f")
+        )
+    }
+}
+
+struct Call {
+    app: Arc<App>,
+    start: Start,
+    call_id: String,
+    caller: String,
+    out: mpsc::UnboundedSender<Outgoing>,
+    ledger: SharedLedger,
+}
+
+/// How the socket part of a call ended.
+enum SocketEnd {
+    /// `stop`, or the socket closed / failed.
+    CallerGone,
+    AgentHungUp,
+    Shutdown(Ending),
+}
+
+impl Call {
+    fn new(app: Arc<App>, start: Start, out: mpsc::UnboundedSender<Outgoing>) -> Self {
+        let ledger = Arc::new(Mutex::new(MarkLedger::new(app.cfg.twilio.mark_interval_ms)));
+        Call {
+            call_id: call_id_of(&start),
+            caller: caller_of(&start),
+            app,
+            start,
+            out,
+            ledger,
+        }
+    }
+
+    async fn run(self, mut ws_rx: WsRx, mut reader: StreamReader) {
+        let cfg = self.app.cfg.clone();
+        let vendors = &self.app.vendors;
+        let started = chrono::Utc::now().timestamp_millis() as f64 / 1000.0;
+        tracing::info!(call_id = self.call_id, caller = self.caller, "call started");
+        let journal = match crate::journal::Journal::begin(
+            &vendors.store,
+            &self.call_id,
+            &self.caller,
+            started,
+            &self.app.owner,
+        )
+        .await
+        {
+            Ok(j) => Some(j),
+            Err(e) => {
+                // The call goes on (the caller must be served); its record
+                // is still written at the end.
+                tracing::error!(call_id = self.call_id, error = %e, "cannot journal the call");
+                None
+            }
+        };
+        let mut session = Session::new(self.caller.clone());
+        session.call_sid = self.call_id.clone();
+        let engine = Engine::new(session, cfg.business.clone(), cfg.engine.engine_config());
+        let speech = super::speech::offline(&cfg);
+        let sink = TwilioSink::new(
+            self.out.clone(),
+            self.start.stream_sid.clone(),
+            self.ledger.clone(),
+        );
+        let mut call = start_call(
+            CallParts {
+                engine,
+                backend: vendors.backend.clone(),
+                responder: vendors.responder.clone(),
+                llm: Arc::new(llm_of(&cfg, vendors)),
+                tts: speech.tts,
+                stt: speech.stt,
+                detector: speech.detector,
+                barge_in: voice::stages::turn::BargeInRules::default(),
+                start_unix: started,
+                journal: journal.clone(),
+                output_lead: Duration::from_millis(cfg.serve.output_lead_ms),
+            },
+            sink,
+        );
+        let Some(input) = call.pipeline.input().cloned() else {
+            tracing::error!(call_id = self.call_id, "the pipeline has no input");
+            return;
+        };
+        let mut ending = self.app.calls.ending();
+        let mut dropped = 0u64;
+        let end = loop {
+            tokio::select! {
+                msg = ws_rx.next() => {
+                    let Some(Ok(msg)) = msg else { break SocketEnd::CallerGone };
+                    match self.on_message(msg, &mut reader) {
+                        Step::Audio(ulaw) => {
+                            let frame = Frame::input_audio(Audio::mulaw(ulaw, 8000));
+                            if input.try_send(frame).is_err() {
+                                dropped += 1;
+                            }
+                        }
+                        Step::Continue => {}
+                        Step::Stop => break SocketEnd::CallerGone,
+                    }
+                }
+                _ = call.control.end.wait_for(|e| *e == CallEnd::AgentHungUp) => {
+                    break SocketEnd::AgentHungUp;
+                }
+                r = ending.wait_for(|e| *e != Ending::Running) => {
+                    let how = r.map(|e| *e).unwrap_or(Ending::Now);
+                    break SocketEnd::Shutdown(how);
+                }
+            }
+        };
+        if dropped > 0 {
+            tracing::warn!(
+                call_id = self.call_id,
+                dropped,
+                "caller audio frames dropped (the pipeline fell behind)"
+            );
+        }
+        let ended_by = match end {
+            SocketEnd::CallerGone => EndedBy::Caller,
+            SocketEnd::AgentHungUp => {
+                // The goodbye is heard in full (its last mark echoed)
+                // before the line is cut.
+                self.wait_for_marks(&mut ws_rx, &mut reader).await;
+                EndedBy::Agent
+            }
+            SocketEnd::Shutdown(_) => EndedBy::Agent,
+        };
+        let stop = call.pipeline.end(Duration::from_secs(2)).await;
+        let _ = call.player.await;
+        let mut session_override = None;
+        if let SocketEnd::Shutdown(how) = end {
+            session_override = Some(how);
+        }
+        let out = call.control.outcome.await;
+        let ended = chrono::Utc::now().timestamp_millis() as f64 / 1000.0;
+        let Ok(out) = out else {
+            tracing::error!(call_id = self.call_id, "the call left no outcome");
+            return;
+        };
+        let mut outcome = Outcome {
+            session: out.session,
+            ended_by,
+            start_time: started,
+            end_time: ended,
+            tools: Vec::new(),
+        };
+        if let Some(how) = session_override {
+            self.end_for_shutdown(&mut outcome, how, &journal, &mut ws_rx, &mut reader)
+                .await;
+        }
+        if matches!(ended_by, EndedBy::Agent) {
+            self.hang_up().await;
+        }
+        let _ = self.out.send(Outgoing::Close);
+        if let Some(j) = journal {
+            let stats = j.close().await;
+            if stats.lost > 0 {
+                tracing::error!(
+                    call_id = self.call_id,
+                    lost = stats.lost,
+                    "call events could not be written"
+                );
+            }
+        }
+        let report = self.app.post.handle_call_ended(&mut outcome, false).await;
+        tracing::info!(
+            call_id = self.call_id,
+            state = outcome.session.state.as_str(),
+            ended_by = ?ended_by,
+            graceful = stop.graceful,
+            pending = report.pending.len(),
+            "call ended"
+        );
+    }
+
+    /// Handle one socket message.
+    fn on_message(&self, msg: Message, reader: &mut StreamReader) -> Step {
+        let text = match msg {
+            Message::Text(t) => t,
+            Message::Close(_) => return Step::Stop,
+            Message::Binary(b) => {
+                tracing::warn!(
+                    call_id = self.call_id,
+                    bytes = b.len(),
+                    "binary frame ignored (Twilio sends text)"
+                );
+                return Step::Continue;
+            }
+            _ => return Step::Continue,
+        };
+        match reader.read(text.as_str()) {
+            Ok(Inbound::Media(m)) => {
+                if m.track.is_empty() || m.track == "inbound" {
+                    return Step::Audio(m.payload);
+                }
+            }
+            Ok(Inbound::Mark { name }) => {
+                ledger(&self.ledger).echo(&name);
+            }
+            Ok(Inbound::Stop { .. }) => return Step::Stop,
+            Ok(Inbound::Dtmf { digit }) => {
+                tracing::info!(call_id = self.call_id, digit, "keypad press (ignored)");
+            }
+            Ok(_) => {}
+            Err(e) => {
+                tracing::warn!(call_id = self.call_id, error = %e, "message ignored");
+            }
+        }
+        Step::Continue
+    }
+
+    /// Keep reading (echoes, `stop`) until every mark sent was echoed, the
+    /// caller is gone, or `twilio.hangup_wait_s` passed.
+    async fn wait_for_marks(&self, ws_rx: &mut WsRx, reader: &mut StreamReader) {
+        let wait = Duration::from_secs_f64(self.app.cfg.twilio.hangup_wait_s);
+        let deadline = tokio::time::Instant::now() + wait;
+        loop {
+            if ledger(&self.ledger).pending() == 0 {
+                return;
+            }
+            tokio::select! {
+                msg = ws_rx.next() => {
+                    let Some(Ok(msg)) = msg else { return };
+                    if let Step::Stop = self.on_message(msg, reader) {
+                        return;
+                    }
+                }
+                _ = tokio::time::sleep_until(deadline) => {
+                    tracing::warn!(call_id = self.call_id, "the last line's mark was not echoed in time; hanging up");
+                    return;
+                }
+            }
+        }
+    }
+
+    /// One REST hang-up (when Twilio credentials are configured).
+    async fn hang_up(&self) {
+        let Some(rest) = &self.app.rest else { return };
+        if self.start.call_sid.trim().is_empty() {
+            return;
+        }
+        match rest.hang_up(&self.start.call_sid).await {
+            Ok(r) => tracing::info!(call_id = self.call_id, result = ?r, "hung up"),
+            Err(e) => {
+                // Closing the socket ends the call too (no TwiML after
+                // <Connect>).
+                tracing::warn!(call_id = self.call_id, error = %e, "REST hang-up failed; closing the stream")
+            }
+        }
+    }
+
+    /// The server is stopping: unless the call already ended in a booking
+    /// or a promised callback, say so, promise a callback and record why.
+    async fn end_for_shutdown(
+        &self,
+        outcome: &mut Outcome,
+        how: Ending,
+        journal: &Option<crate::journal::Journal>,
+        ws_rx: &mut WsRx,
+        reader: &mut StreamReader,
+    ) {
+        let s = &mut outcome.session;
+        let settled = s.booking_confirmed || s.state.promises_callback() || s.state.is_terminal();
+        if !settled {
+            s.state = State::Callback;
+            if s.callback_type.is_empty() {
+                s.callback_type = "service".into();
+            }
+        }
+        let line = shutdown_line(&self.app.cfg.business.company_name, settled);
+        let at = chrono::Utc::now().timestamp_millis() as f64 / 1000.0;
+        if let Some(j) = journal {
+            j.record(
+                at,
+                "agent",
+                serde_json::json!({"text": line, "state": s.state.as_str(), "source": "Shutdown"}),
+            );
+        }
+        let state = s.state;
+        s.transcript_log
+            .push(agent::session::TranscriptEntry::agent(
+                line.clone(),
+                at,
+                state,
+            ));
+        if how == Ending::Politely {
+            self.say_directly(&line);
+            self.wait_for_marks(ws_rx, reader).await;
+        }
+    }
+
+    /// Speak `text` straight onto the socket (the pipeline has stopped).
+    fn say_directly(&self, text: &str) {
+        let cps = self.app.cfg.sim.speech_chars_per_s;
+        let (samples, _) = voice::offline::codec::encode(text, 8000, cps);
+        let mut ulaw = Vec::with_capacity(samples.len());
+        audio::mulaw::encode(&samples, &mut ulaw);
+        let sid = &self.start.stream_sid;
+        for chunk in ulaw.chunks(320) {
+            let _ = self.out.send(Outgoing::Text(media_message(sid, chunk)));
+        }
+        let due = ledger(&self.ledger).sent_audio(u64::MAX, ulaw.len() as u64 / 8, true);
+        if let Some(m) = due {
+            let _ = self.out.send(Outgoing::Text(mark_message(sid, &m.name)));
+        }
+    }
+}
+
+/// The call's LLM stage: the configured responder; offline (the scripted
+/// line), paced like a model (`sim.llm_latency_s`, then word by word).
+fn llm_of(cfg: &crate::config::Config, vendors: &crate::wiring::Vendors) -> ResponderLlm {
+    let llm = ResponderLlm::new(vendors.responder.clone());
+    if cfg.llm.enabled() {
+        return llm;
+    }
+    llm.with_pacing(Pacing {
+        first_token: Duration::from_secs_f64(cfg.sim.llm_latency_s.clamp(0.0, 60.0)),
+        per_word: Duration::from_millis(30),
+    })
+}
+
+enum Step {
+    Audio(Vec<u8>),
+    Continue,
+    Stop,
+}
+
+/// What the agent says when the server must end a live call.
+fn shutdown_line(company: &str, settled: bool) -> String {
+    if settled {
+        format!("I'm sorry, I have to end our call now. Thank you for calling {company}. Goodbye.")
+    } else {
+        format!(
+            "I'm sorry, I have to end our call now. Someone from {company} will call you back \
+             shortly to finish up. Goodbye."
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_and_callers_from_start() {
+        let mut s = Start {
+            call_sid: "CA0123456789abcdef0123456789abcdef".into(),
+            ..Start::default()
+        };
+        s.custom_parameters
+            .insert("From".into(), " +15125550100 ".into());
+        assert_eq!(call_id_of(&s), "CA0123456789abcdef0123456789abcdef");
+        assert_eq!(caller_of(&s), "+15125550100");
+        s.call_sid = "../../etc/passwd".into();
+        assert!(call_id_of(&s).starts_with("CA-local-"));
+        s.custom_parameters.clear();
+        assert_eq!(caller_of(&s), "unknown");
+    }
+}

@@ -1,0 +1,182 @@
+//! Agent audio onto a Twilio Media Streams socket.
+//!
+//! The pipeline's player hands each 20 ms frame of agent audio (PCM16,
+//! 8 kHz) to [`TwilioSink::play`] at real-time pace (a little ahead: the
+//! serve `output_lead_ms`). The sink µ-law-encodes it into one `media`
+//! message and, every `mark_interval_ms` of audio and at each utterance's
+//! end, sends a `mark` recorded in the [`MarkLedger`]. The socket's reader
+//! feeds Twilio's echoes back into the same ledger, so what the caller
+//! heard — asked for by the player at a barge-in ([`AudioSink::heard`]) —
+//! comes from the echoes, never from what was sent.
+//!
+//! Messages go to the socket's writer task through an unbounded channel:
+//! the player never waits on the network, and the channel stays small
+//! because the player itself is paced in real time. Once the writer is
+//! gone (the socket closed) every send is a no-op: nothing is written
+//! after close.
+
+use providers::twilio::marks::MarkLedger;
+use providers::twilio::media_streams::{clear_message, mark_message, media_message};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::sync::mpsc::UnboundedSender;
+use voice::frames::{Audio, Encoding, Epoch, UtteranceId};
+use voice::stages::output::AudioSink;
+
+/// What the call sends on its socket.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outgoing {
+    /// A JSON text frame (`media`, `mark`, `clear`).
+    Text(String),
+    /// Close the socket (we end the call).
+    Close,
+}
+
+/// The mark ledger shared by the sink (marks sent, `clear`) and the
+/// socket reader (echoes).
+pub type SharedLedger = Arc<Mutex<MarkLedger>>;
+
+/// Lock the ledger (a panic elsewhere never poisons the call).
+pub fn ledger(l: &SharedLedger) -> std::sync::MutexGuard<'_, MarkLedger> {
+    l.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The agent's voice on one Twilio stream.
+pub struct TwilioSink {
+    out: UnboundedSender<Outgoing>,
+    stream_sid: String,
+    ledger: SharedLedger,
+    /// Agent audio sent (ms), for metrics and tests.
+    sent_ms: Arc<std::sync::atomic::AtomicU64>,
+}
+
+impl TwilioSink {
+    pub fn new(out: UnboundedSender<Outgoing>, stream_sid: String, ledger: SharedLedger) -> Self {
+        TwilioSink {
+            out,
+            stream_sid,
+            ledger,
+            sent_ms: Arc::default(),
+        }
+    }
+
+    fn send(&self, text: String) {
+        // The writer is gone once the socket closed: drop silently.
+        let _ = self.out.send(Outgoing::Text(text));
+    }
+
+    fn mark_if_due(&self, id: UtteranceId, ms: u64, last: bool) {
+        let due = ledger(&self.ledger).sent_audio(id, ms, last);
+        if let Some(m) = due {
+            self.send(mark_message(&self.stream_sid, &m.name));
+        }
+    }
+}
+
+/// µ-law bytes of a frame of agent audio (PCM16 is encoded; µ-law passes).
+fn ulaw_of(audio: &Audio) -> Vec<u8> {
+    match audio.encoding {
+        Encoding::MuLaw => audio.bytes.to_vec(),
+        Encoding::Pcm16 => audio::mulaw::encode_pcm16le(&audio.bytes),
+    }
+}
+
+impl AudioSink for TwilioSink {
+    fn play(&mut self, audio: &Audio, id: UtteranceId, _epoch: Epoch) {
+        let ulaw = ulaw_of(audio);
+        if ulaw.is_empty() {
+            return;
+        }
+        // 8 µ-law bytes per millisecond at 8 kHz.
+        let ms = ulaw.len() as u64 / 8;
+        self.send(media_message(&self.stream_sid, &ulaw));
+        self.sent_ms
+            .fetch_add(ms, std::sync::atomic::Ordering::Relaxed);
+        self.mark_if_due(id, ms, false);
+    }
+
+    fn clear(&mut self) {
+        self.send(clear_message(&self.stream_sid));
+        ledger(&self.ledger).clear();
+    }
+
+    fn utterance_end(&mut self, id: UtteranceId) {
+        self.mark_if_due(id, 0, true);
+    }
+
+    fn heard(&self, id: UtteranceId) -> Option<Duration> {
+        Some(Duration::from_millis(ledger(&self.ledger).heard_ms(id)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use providers::twilio::media_streams::{parse, Inbound};
+
+    fn sink() -> (TwilioSink, tokio::sync::mpsc::UnboundedReceiver<Outgoing>) {
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        let ledger = Arc::new(Mutex::new(MarkLedger::new(100)));
+        (TwilioSink::new(tx, "MZ1".into(), ledger), rx)
+    }
+
+    fn events(rx: &mut tokio::sync::mpsc::UnboundedReceiver<Outgoing>) -> Vec<String> {
+        let mut out = Vec::new();
+        while let Ok(Outgoing::Text(t)) = rx.try_recv() {
+            let v: serde_json::Value = serde_json::from_str(&t).unwrap();
+            out.push(v["event"].as_str().unwrap().to_string());
+        }
+        out
+    }
+
+    #[test]
+    fn media_then_a_mark_every_interval_and_at_the_end() {
+        let (mut s, mut rx) = sink();
+        let frame = Audio::pcm16(vec![0u8; 320], 8000); // 20 ms
+        for _ in 0..6 {
+            s.play(&frame, 7, 0);
+        }
+        s.utterance_end(7);
+        let ev = events(&mut rx);
+        assert_eq!(
+            ev,
+            ["media", "media", "media", "media", "media", "mark", "media", "mark"]
+        );
+    }
+
+    #[test]
+    fn heard_comes_from_echoes_and_a_clear_settles_pending_marks() {
+        let (mut s, mut rx) = sink();
+        let frame = Audio::pcm16(vec![0u8; 320], 8000);
+        let mut marks = Vec::new();
+        for _ in 0..15 {
+            s.play(&frame, 3, 0);
+            while let Ok(Outgoing::Text(t)) = rx.try_recv() {
+                if let Ok((Inbound::Other { .. }, _)) = parse(&t) {
+                    continue;
+                }
+                let v: serde_json::Value = serde_json::from_str(&t).unwrap();
+                if v["event"] == "mark" {
+                    marks.push(v["mark"]["name"].as_str().unwrap().to_string());
+                }
+            }
+        }
+        assert_eq!(marks.len(), 3, "{marks:?}");
+        assert_eq!(s.heard(3), Some(Duration::ZERO), "nothing echoed yet");
+        ledger(&s.ledger).echo(&marks[0]);
+        assert_eq!(s.heard(3), Some(Duration::from_millis(100)));
+        s.clear();
+        // Echoes after the clear are "cleared", not played.
+        ledger(&s.ledger).echo(&marks[2]);
+        assert_eq!(s.heard(3), Some(Duration::from_millis(100)));
+        assert_eq!(ledger(&s.ledger).pending(), 0);
+    }
+
+    #[test]
+    fn nothing_is_sent_after_the_socket_closed() {
+        let (mut s, rx) = sink();
+        drop(rx);
+        s.play(&Audio::pcm16(vec![0u8; 320], 8000), 1, 0);
+        s.clear();
+    }
+}

@@ -1,0 +1,571 @@
+//! `calllock serve` end to end: a real server on loopback, called by the
+//! Twilio-speaking phone of `calllock dial` over real WebSockets, with the
+//! vendors it talks to (Twilio REST, the LLM) as loopback fakes.
+
+use calllock::config::Config;
+use calllock::dial::phone::{PhoneEvent, PhoneLog};
+use calllock::dial::{place_call, Answer, DialOptions};
+use calllock::serve::live::Ending;
+use calllock::serve::Server;
+use providers::fake::http::{FakeHttp, FakeResponse};
+use serde_json::{json, Value};
+use std::time::Duration;
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+
+const CPS: f64 = 60.0;
+const ACCOUNT: &str = "AC0123456789abcdef0123456789abcdef";
+const TOKEN: &str = "test-auth-token";
+
+struct Served {
+    server: Server,
+    cfg: Config,
+    _dir: tempfile::TempDir,
+}
+
+/// A server on a fresh SQLite database with fast speech.
+async fn serve_with(f: impl FnOnce(&mut Config)) -> Served {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cfg = Config {
+        database: dir.path().join("calls.db"),
+        instance: "serve-test".into(),
+        ..Config::default()
+    };
+    cfg.sim.llm_latency_s = 0.1;
+    cfg.sim.speech_chars_per_s = CPS;
+    cfg.outbox.poll_s = 0.2;
+    f(&mut cfg);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let server = Server::start(cfg.clone(), listener).await.unwrap();
+    Served {
+        server,
+        cfg,
+        _dir: dir,
+    }
+}
+
+impl Served {
+    fn dial(&self, from: &str) -> DialOptions {
+        DialOptions {
+            url: format!("http://{}", self.server.addr),
+            from: from.into(),
+            to: "+15125550000".into(),
+            auth_token: self
+                .cfg
+                .twilio
+                .signed()
+                .then(|| self.cfg.twilio.auth_token.clone()),
+            chars_per_second: CPS,
+        }
+    }
+
+    /// The finished record of `call_id` (post-call done), waiting for it.
+    async fn record(&self, call_id: &str) -> store::CallRecord {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            if let Some(r) = self.server.store().get_call(call_id).await.unwrap() {
+                if r.ended_at.is_some() && !r.record.is_null() {
+                    return r;
+                }
+            }
+            assert!(Instant::now() < deadline, "no record for {call_id}");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+}
+
+/// A caller on the line: the phone plus its events, with timing helpers.
+struct Caller {
+    phone: Option<calllock::dial::phone::Phone>,
+    rx: mpsc::UnboundedReceiver<PhoneEvent>,
+    /// Agent words since the caller last spoke.
+    words: Vec<String>,
+    speaking: bool,
+    quiet_since: Instant,
+    closed: bool,
+    clears: usize,
+}
+
+impl Caller {
+    async fn call(o: &DialOptions) -> Caller {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let phone = match place_call(o, tx).await.unwrap() {
+            Answer::Connected(p) => p,
+            Answer::TurnedAway(t) => panic!("turned away: {t}"),
+        };
+        Caller {
+            phone: Some(phone),
+            rx,
+            words: Vec::new(),
+            speaking: false,
+            quiet_since: Instant::now(),
+            closed: false,
+            clears: 0,
+        }
+    }
+
+    fn sid(&self) -> String {
+        self.phone.as_ref().unwrap().call_sid.clone()
+    }
+
+    fn take(&mut self, e: PhoneEvent) {
+        match e {
+            PhoneEvent::AgentWord(w) => {
+                self.words.push(w);
+                self.speaking = true;
+            }
+            PhoneEvent::AgentQuiet => {
+                self.speaking = false;
+                self.quiet_since = Instant::now();
+            }
+            PhoneEvent::Cleared => {
+                self.clears += 1;
+                self.speaking = false;
+                self.quiet_since = Instant::now();
+            }
+            PhoneEvent::Closed => self.closed = true,
+        }
+    }
+
+    async fn pump(&mut self, d: Duration) {
+        let until = Instant::now() + d;
+        while !self.closed {
+            tokio::select! {
+                e = self.rx.recv() => match e { Some(e) => self.take(e), None => self.closed = true },
+                _ = tokio::time::sleep_until(until) => return,
+            }
+        }
+    }
+
+    /// Wait until the agent said something and went quiet for 400 ms.
+    async fn agent_turn(&mut self) -> String {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while !self.closed {
+            if !self.words.is_empty()
+                && !self.speaking
+                && self.quiet_since.elapsed() >= Duration::from_millis(400)
+            {
+                break;
+            }
+            assert!(Instant::now() < deadline, "the agent never answered");
+            self.pump(Duration::from_millis(20)).await;
+        }
+        self.words.join(" ")
+    }
+
+    /// Wait until the agent's words since the caller spoke contain `text`
+    /// and the agent is quiet again.
+    async fn until_said(&mut self, text: &str) {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while !self.words.join(" ").contains(text) {
+            assert!(
+                !self.closed && Instant::now() < deadline,
+                "never said {text:?}: {:?}",
+                self.words
+            );
+            self.pump(Duration::from_millis(20)).await;
+        }
+        self.agent_turn().await;
+    }
+
+    /// Wait for the first agent word after now; returns how long it took.
+    async fn first_word_within(&mut self, limit: Duration) -> Duration {
+        let t = Instant::now();
+        let n = self.words.len();
+        while self.words.len() == n && !self.closed && t.elapsed() < limit {
+            self.pump(Duration::from_millis(10)).await;
+        }
+        assert!(self.words.len() > n, "no agent word within {limit:?}");
+        t.elapsed()
+    }
+
+    fn say(&mut self, text: &str) {
+        self.words.clear();
+        self.phone.as_ref().unwrap().say(text);
+    }
+
+    /// Say `text` after the agent's turn; returns the agent's turn.
+    async fn turn(&mut self, text: &str) -> String {
+        let heard = self.agent_turn().await;
+        self.say(text);
+        heard
+    }
+
+    async fn until_closed(&mut self) {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !self.closed {
+            assert!(Instant::now() < deadline, "the call never ended");
+            self.pump(Duration::from_millis(50)).await;
+        }
+    }
+
+    async fn finish(mut self) -> PhoneLog {
+        self.until_closed().await;
+        self.phone.take().unwrap().finished().await
+    }
+}
+
+/// (role, content) of the user and agent lines of a transcript.
+fn lines(transcript: &Value) -> Vec<(String, String)> {
+    transcript
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["role"] == "user" || e["role"] == "agent")
+        .map(|e| {
+            (
+                e["role"].as_str().unwrap().to_string(),
+                e["content"].as_str().unwrap_or("").to_string(),
+            )
+        })
+        .collect()
+}
+
+/// The caller lines of `examples/replays/booking.jsonl` (the last says goodbye).
+fn booking_lines() -> Vec<String> {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../examples/replays/booking.jsonl"
+    );
+    let items = calllock::script::parse(&std::fs::read_to_string(path).unwrap()).unwrap();
+    items
+        .into_iter()
+        .filter_map(|i| match i {
+            calllock::sim::ScriptItem::Caller { text, .. } => Some(text),
+            _ => None,
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_booking_call_over_twilio_media_streams_matches_the_same_call_in_chat() {
+    let s = serve_with(|_| {}).await;
+    let mut c = Caller::call(&s.dial("+15125559876")).await;
+    let sid = c.sid();
+    // Up to "Yes, that's right" (the read-back), then the goodbye.
+    let lines_said = booking_lines();
+    let (to_confirm, bye) = (&lines_said[..8], lines_said.last().unwrap());
+    for line in to_confirm {
+        c.turn(line).await;
+    }
+    // "One moment while I check", the booking, then the confirmation.
+    c.until_said("all set").await;
+    c.turn(bye).await;
+    let log = c.finish().await;
+    assert!(!log.caller_hung_up, "the agent ended the call");
+    assert_eq!(log.clears, 0, "no barge-in in a polite call");
+    let rec = s.record(&sid).await;
+    assert_eq!(rec.booking_status, "confirmed", "{:#}", rec.record);
+    assert_eq!(rec.phone, "+15125559876");
+    assert_eq!(rec.customer_name, "Dana Fields");
+    // The same call in `chat`'s engine (virtual time, same clock).
+    let mut items: Vec<calllock::sim::ScriptItem> = to_confirm
+        .iter()
+        .chain([bye])
+        .map(|t| calllock::sim::ScriptItem::Caller {
+            text: t.clone(),
+            when: calllock::sim::When::Default,
+        })
+        .collect();
+    items.push(calllock::sim::ScriptItem::HangUp);
+    let replay = calllock::demo::replay(
+        &s.cfg,
+        items,
+        calllock::demo::ReplayOptions {
+            caller_id: "+15125559876".into(),
+            start: rec.started_at.timestamp() as f64,
+            timing: calllock::sim::Timing {
+                llm_latency_s: 0.1,
+                tool_latency_s: 0.1,
+                speech_chars_per_s: CPS,
+            },
+            demo_data: true,
+            call_id: "chat-twin".into(),
+        },
+    )
+    .await
+    .unwrap();
+    let chat_lines = lines(&replay["transcript"]);
+    assert_eq!(lines(&rec.transcript), chat_lines);
+    // What the caller heard is what the record says the agent said.
+    let agent_words: Vec<String> = chat_lines
+        .iter()
+        .filter(|(r, _)| r == "agent")
+        .flat_map(|(_, t)| t.split_whitespace().map(str::to_string).collect::<Vec<_>>())
+        .collect();
+    assert_eq!(log.heard_text(), agent_words.join(" "));
+    s.server.stop().await;
+}
+
+fn twilio_rest(fake: &FakeHttp, call_sid: &str) -> String {
+    let path = format!("/2010-04-01/Accounts/{ACCOUNT}/Calls/{call_sid}.json");
+    fake.set(
+        &path,
+        vec![FakeResponse::json(
+            200,
+            json!({"sid": call_sid, "status": "completed"}),
+        )],
+    );
+    path
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_agent_hangs_up_after_the_goodbye_played_with_one_rest_call() {
+    let fake = FakeHttp::start();
+    let url = fake.url();
+    let s = serve_with(|c| {
+        c.twilio.account_sid = ACCOUNT.into();
+        c.twilio.auth_token = TOKEN.into();
+        c.twilio.api_url = url;
+    })
+    .await;
+    // Jonas (demo data) has an appointment to cancel.
+    let mut c = Caller::call(&s.dial("+15125550100")).await;
+    let sid = c.sid();
+    let path = twilio_rest(&fake, &sid);
+    c.turn("I need to cancel my appointment").await;
+    c.turn("Yes, cancel it").await;
+    c.until_said("cancelled").await;
+    c.say("No, that is all, bye");
+    let last = c.agent_turn().await;
+    let log = c.finish().await;
+    assert!(!log.caller_hung_up);
+    let rec = s.record(&sid).await;
+    // The goodbye was heard to its last word before the line was cut.
+    let transcript = lines(&rec.transcript);
+    let (_, goodbye) = transcript.iter().rev().find(|(r, _)| r == "agent").unwrap();
+    assert!(
+        log.heard_text().ends_with(goodbye.trim()),
+        "heard {:?}\nlast agent line {goodbye:?} (last turn {last:?})",
+        log.heard_text()
+    );
+    let hangups: Vec<_> = fake
+        .requests()
+        .into_iter()
+        .filter(|r| r.path == path)
+        .collect();
+    assert_eq!(hangups.len(), 1, "exactly one REST hang-up");
+    let h = &hangups[0];
+    assert_eq!(h.method, "POST");
+    assert_eq!(h.body_text(), "Status=completed");
+    assert!(h.header("authorization").unwrap().starts_with("Basic "));
+    s.server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_caller_hanging_up_mid_sentence_or_dropping_leaves_one_complete_record() {
+    let s = serve_with(|_| {}).await;
+    for drop_line in [false, true] {
+        let mut c = Caller::call(&s.dial("+15125550123")).await;
+        let sid = c.sid();
+        c.turn("Hi, my furnace is making a loud banging noise")
+            .await;
+        // Hang up while the agent is speaking its answer.
+        c.first_word_within(Duration::from_secs(10)).await;
+        let phone = c.phone.take().unwrap();
+        if drop_line {
+            phone.drop_line();
+        } else {
+            phone.hang_up();
+        }
+        let log = phone.finished().await;
+        assert!(log.caller_hung_up);
+        let rec = s.record(&sid).await;
+        assert_eq!(rec.record["ended_by"], "caller", "{:#}", rec.record);
+        let t = lines(&rec.transcript);
+        assert!(
+            t.iter().any(|(r, x)| r == "user" && x.contains("banging")),
+            "{t:?}"
+        );
+        // Post-call ran exactly once: one record, nothing left pending.
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let calls = s.server.store().list_calls(None, 100).await.unwrap();
+        assert_eq!(calls.iter().filter(|c| c.call_id == sid).count(), 1);
+        assert!(s
+            .server
+            .store()
+            .calls_pending_postcall(f64::MAX, 0.0)
+            .await
+            .unwrap()
+            .iter()
+            .all(|(id, _, _)| id != &sid));
+    }
+    s.server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_barge_in_sends_one_clear_and_keeps_only_the_words_played() {
+    // The LLM phrases a long line; the caller talks over it.
+    let llm = providers::fake::openai::FakeOpenAi::try_start(
+        Vec::new(),
+        providers::fake::openai::Behaviour::Reply(
+            "Okay, I can help with that, and before we go any further I would like to ask you \
+             a few quick questions about what is going on with the system at your home today."
+                .into(),
+        ),
+    )
+    .await
+    .unwrap();
+    // Only the first conversational (streamed) request gets the long line.
+    let streamed = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let n = streamed.clone();
+    llm.set_handler(std::sync::Arc::new(move |req: &Value| {
+        if req["stream"] == true && n.fetch_add(1, std::sync::atomic::Ordering::SeqCst) > 0 {
+            Some(providers::fake::openai::Behaviour::Reply("Okay.".into()))
+        } else {
+            None
+        }
+    }));
+    let base = llm.base_url();
+    let s = serve_with(|c| {
+        c.llm.base_url = base;
+        c.llm.api_key = "test".into();
+        c.llm.first_token_budget_s = 5.0;
+    })
+    .await;
+    let mut c = Caller::call(&s.dial("+15125559876")).await;
+    let sid = c.sid();
+    c.turn("Hi, my AC stopped cooling last night").await;
+    c.first_word_within(Duration::from_secs(10)).await;
+    // Let a few words play, then talk over the agent.
+    c.pump(Duration::from_millis(500)).await;
+    c.say("Sorry, hold on, it's actually the heater");
+    c.pump(Duration::from_secs(3)).await;
+    assert_eq!(c.clears, 1, "exactly one clear");
+    c.phone.as_ref().unwrap().hang_up();
+    let log = c.finish().await;
+    assert_eq!(log.clears, 1);
+    s.record(&sid).await;
+    // The journal says what was heard of the cut-off line.
+    let events = s.server.store().events(&sid).await.unwrap();
+    let cuts: Vec<&Value> = events
+        .iter()
+        .filter(|e| e.kind == "interrupted")
+        .map(|e| &e.data)
+        .collect();
+    let heard = cuts
+        .first()
+        .unwrap_or_else(|| panic!("an interrupted line: {events:#?}"))["heard"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let heard_words: Vec<&str> = heard.split_whitespace().collect();
+    assert!(!heard_words.is_empty(), "some words were played");
+    // Every word the record says was heard was played at the phone.
+    let played = log.heard_text();
+    assert!(
+        played.contains(&heard_words.join(" ")),
+        "record {heard:?} vs played {played:?}"
+    );
+    assert!(heard_words.len() < 30, "not the whole line: {heard:?}");
+    // The transcript keeps the heard part only.
+    let rec = s.record(&sid).await;
+    let t = lines(&rec.transcript);
+    assert!(t.iter().any(|(r, x)| r == "agent" && x == &heard), "{t:?}");
+    assert!(
+        !t.iter().any(|(_, x)| x.contains("at your home today")),
+        "{t:?}"
+    );
+    // The next LLM request carries only the heard part.
+    let streams: Vec<_> = llm
+        .requests()
+        .into_iter()
+        .filter(|r| r.is_stream())
+        .collect();
+    let last = streams.last().unwrap().messages();
+    let assistant: Vec<&Value> = last.iter().filter(|m| m["role"] == "assistant").collect();
+    assert!(
+        assistant
+            .iter()
+            .any(|m| m["content"].as_str().unwrap_or("").trim() == heard.trim()),
+        "{last:#?}"
+    );
+    s.server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_llm_outage_mid_call_never_leaves_three_seconds_of_dead_air() {
+    let llm = providers::fake::openai::FakeOpenAi::start(Vec::new()).await;
+    let base = llm.base_url();
+    let s = serve_with(|c| {
+        c.llm.base_url = base;
+        c.llm.api_key = "test".into();
+        c.llm.first_token_budget_s = 1.0;
+    })
+    .await;
+    let mut c = Caller::call(&s.dial("+15125559876")).await;
+    c.turn("Hi, my AC stopped cooling last night").await;
+    c.agent_turn().await;
+    llm.set_mode(providers::fake::openai::FakeMode::Hang);
+    c.say("No, nothing like that");
+    // The caller's line plays for ~0.4 s, then endpointing; the agent must
+    // speak within 3 s of the caller's last word.
+    let speaking = Duration::from_secs_f64(("No, nothing like that".len() as f64 + 1.0) / CPS);
+    tokio::time::sleep(speaking).await;
+    let waited = c.first_word_within(Duration::from_secs(3)).await;
+    assert!(waited < Duration::from_secs(3), "dead air {waited:?}");
+    c.phone.as_ref().unwrap().hang_up();
+    c.finish().await;
+    s.server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn beyond_max_calls_a_caller_hears_an_apology_and_gets_a_callback() {
+    let s = serve_with(|c| c.serve.max_calls = 1).await;
+    let mut first = Caller::call(&s.dial("+15125550111")).await;
+    first.agent_turn().await;
+    let (tx, _rx) = mpsc::unbounded_channel();
+    match place_call(&s.dial("+15125550222"), tx).await.unwrap() {
+        Answer::TurnedAway(text) => assert!(text.contains("call you back"), "{text}"),
+        Answer::Connected(_) => panic!("the second call was admitted"),
+    }
+    // The turned-away caller is owed a callback: recorded, not lost.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let cbs = s.server.store().open_callbacks(10).await.unwrap();
+        if cbs.iter().any(|c| c.phone == "+15125550222") {
+            break;
+        }
+        assert!(Instant::now() < deadline, "no callback: {cbs:?}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    first.phone.as_ref().unwrap().hang_up();
+    first.finish().await;
+    s.server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_ends_live_calls_politely_with_a_callback() {
+    let s = serve_with(|_| {}).await;
+    let mut c = Caller::call(&s.dial("+15125550333")).await;
+    let sid = c.sid();
+    c.turn("Hi, my AC stopped cooling last night").await;
+    c.agent_turn().await;
+    s.server.drain();
+    let health = reqwest::get(format!("http://{}/health", s.server.addr))
+        .await
+        .unwrap();
+    assert_eq!(health.status(), 503);
+    assert_eq!(health.text().await.unwrap(), "draining");
+    s.server.end_calls(Ending::Politely);
+    let goodbye = c.agent_turn_after_clear().await;
+    assert!(goodbye.contains("call you back"), "{goodbye}");
+    let log = c.finish().await;
+    assert!(!log.caller_hung_up);
+    let rec = s.record(&sid).await;
+    assert_eq!(rec.final_state, "callback", "{:#}", rec.record);
+    let cbs = s.server.store().open_callbacks(10).await.unwrap();
+    assert!(cbs.iter().any(|c| c.phone == "+15125550333"), "{cbs:?}");
+    tokio::time::timeout(Duration::from_secs(5), s.server.idle())
+        .await
+        .unwrap();
+    s.server.stop().await;
+}
+
+impl Caller {
+    /// The words of the next agent line (after whatever is playing).
+    async fn agent_turn_after_clear(&mut self) -> String {
+        self.words.clear();
+        self.agent_turn().await
+    }
+}

@@ -1,0 +1,415 @@
+//! What `calllock serve` refuses or survives: Twilio signatures (valid,
+//! wrong, missing, replayed on another URL, behind a trusted proxy) on the
+//! webhook and the stream upgrade, garbage on a live stream, and the
+//! SIGTERM path of the real binary.
+
+use calllock::config::Config;
+use calllock::serve::Server;
+use futures_util::{SinkExt, StreamExt};
+use providers::twilio::signature;
+use serde_json::json;
+use std::time::Duration;
+use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+use tokio_tungstenite::tungstenite::Message;
+
+const TOKEN: &str = "12345";
+
+async fn serve(f: impl FnOnce(&mut Config)) -> (Server, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cfg = Config {
+        database: dir.path().join("calls.db"),
+        instance: "guards".into(),
+        ..Config::default()
+    };
+    cfg.sim.llm_latency_s = 0.0;
+    cfg.sim.speech_chars_per_s = 60.0;
+    f(&mut cfg);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    (Server::start(cfg, listener).await.unwrap(), dir)
+}
+
+fn form() -> Vec<(String, String)> {
+    [
+        ("CallSid", "CA0123456789abcdef0123456789abcdef"),
+        ("From", "+15125550100"),
+        ("To", "+15125550000"),
+    ]
+    .iter()
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .collect()
+}
+
+async fn post_twiml(url: &str, sig: Option<&str>, headers: &[(&str, &str)]) -> (u16, String) {
+    let mut req = reqwest::Client::new().post(url).form(&form());
+    if let Some(s) = sig {
+        req = req.header("X-Twilio-Signature", s);
+    }
+    for (k, v) in headers {
+        req = req.header(*k, *v);
+    }
+    let r = req.send().await.unwrap();
+    (r.status().as_u16(), r.text().await.unwrap())
+}
+
+async fn upgrade(url: &str, sig: Option<&str>) -> Result<(), String> {
+    let mut req = url.into_client_request().unwrap();
+    if let Some(s) = sig {
+        req.headers_mut()
+            .insert("X-Twilio-Signature", s.parse().unwrap());
+    }
+    match tokio_tungstenite::connect_async(req).await {
+        Ok((mut ws, _)) => {
+            let _ = ws.close(None).await;
+            Ok(())
+        }
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+#[tokio::test]
+async fn webhook_and_stream_signatures() {
+    let (s, _d) = serve(|c| c.twilio.auth_token = TOKEN.into()).await;
+    let base = format!("http://{}", s.addr);
+    let url = format!("{base}/twiml");
+    let good = signature::expected(TOKEN, &url, &form());
+    let (status, body) = post_twiml(&url, Some(&good), &[]).await;
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains("<Stream url=\"ws://"), "{body}");
+    // Wrong token, missing header, a signature made for another URL.
+    let wrong = signature::expected("not-the-token", &url, &form());
+    assert_eq!(post_twiml(&url, Some(&wrong), &[]).await.0, 403);
+    assert_eq!(post_twiml(&url, None, &[]).await.0, 403);
+    let other = signature::expected(TOKEN, "https://evil.example/twiml", &form());
+    assert_eq!(post_twiml(&url, Some(&other), &[]).await.0, 403);
+    // The stream upgrade is signed over its own ws:// URL, no params.
+    let ws = format!("ws://{}/ws/twilio", s.addr);
+    let ws_sig = signature::expected(TOKEN, &ws, &[]);
+    upgrade(&ws, Some(&ws_sig)).await.expect("signed upgrade");
+    assert!(upgrade(&ws, None).await.unwrap_err().contains("403"));
+    let webhook_sig_replayed = good.clone();
+    assert!(upgrade(&ws, Some(&webhook_sig_replayed))
+        .await
+        .unwrap_err()
+        .contains("403"));
+    // Forwarded headers mean nothing unless the proxy is trusted.
+    let public = "https://calllock.example.com/twiml";
+    let proxied = signature::expected(TOKEN, public, &form());
+    let fwd = [
+        ("X-Forwarded-Proto", "https"),
+        ("X-Forwarded-Host", "calllock.example.com"),
+    ];
+    assert_eq!(post_twiml(&url, Some(&proxied), &fwd).await.0, 403);
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn behind_a_trusted_proxy_the_public_url_is_signed() {
+    let (s, _d) = serve(|c| {
+        c.twilio.auth_token = TOKEN.into();
+        c.serve.trusted_proxy = true;
+    })
+    .await;
+    let url = format!("http://{}/twiml", s.addr);
+    let public = "https://calllock.example.com/twiml";
+    let proxied = signature::expected(TOKEN, public, &form());
+    let fwd = [
+        ("X-Forwarded-Proto", "https"),
+        ("X-Forwarded-Host", "calllock.example.com"),
+    ];
+    let (status, body) = post_twiml(&url, Some(&proxied), &fwd).await;
+    assert_eq!(status, 200, "{body}");
+    assert!(
+        body.contains("wss://calllock.example.com/ws/twilio"),
+        "{body}"
+    );
+    // The local URL's signature no longer matches what Twilio signed.
+    let local = signature::expected(TOKEN, &url, &form());
+    assert_eq!(post_twiml(&url, Some(&local), &fwd).await.0, 403);
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn twiml_escapes_the_caller_id() {
+    let (s, _d) = serve(|_| {}).await;
+    let url = format!(
+        "http://{}/twiml?From=%22%3E%3CHangup%2F%3E&To=%2B15125550000",
+        s.addr
+    );
+    let body = reqwest::get(&url).await.unwrap().text().await.unwrap();
+    assert!(!body.contains("\"><Hangup/>"), "{body}");
+    assert!(body.contains("&quot;&gt;&lt;Hangup/&gt;"), "{body}");
+    s.stop().await;
+}
+
+/// Generated and mutated messages on a live stream: the call goes on, and
+/// ends with a record. (The parser alone is fuzzed with 100,000 messages in
+/// providers' tests/twilio_fuzz.rs, proptest.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn garbage_on_a_live_stream_never_kills_the_call() {
+    let (s, _d) = serve(|_| {}).await;
+    let ws_url = format!("ws://{}/ws/twilio", s.addr);
+    let (ws, _) = tokio_tungstenite::connect_async(ws_url.as_str())
+        .await
+        .unwrap();
+    let (mut tx, mut rx) = ws.split();
+    let sid = "CAfeedfacefeedfacefeedfacefeedface";
+    // Media before start, then a proper start, then a duplicate start.
+    let media = |payload: &str| {
+        json!({"event": "media", "sequenceNumber": "3", "streamSid": "MZ1",
+               "media": {"track": "inbound", "chunk": "1", "timestamp": "0", "payload": payload}})
+        .to_string()
+    };
+    let start = json!({"event": "start", "sequenceNumber": "1", "streamSid": "MZ1",
+        "start": {"streamSid": "MZ1", "accountSid": "AC1", "callSid": sid, "tracks": ["inbound"],
+                  "customParameters": {"From": "+15125550999"},
+                  "mediaFormat": {"encoding": "audio/x-mulaw", "sampleRate": 8000, "channels": 1}}})
+    .to_string();
+    tx.send(Message::Text(media("/w==").into())).await.unwrap();
+    tx.send(Message::Text(start.clone().into())).await.unwrap();
+    tx.send(Message::Text(start.into())).await.unwrap();
+    // Count the agent audio the server sends back.
+    let media_out = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counter = media_out.clone();
+    let reader = tokio::spawn(async move {
+        while let Some(Ok(m)) = rx.next().await {
+            if let Message::Text(t) = m {
+                if t.as_str().contains("\"media\"") {
+                    counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                }
+            }
+        }
+    });
+    let mut rng = 0x9E37_79B9_7F4A_7C15u64;
+    let mut next = || {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        rng
+    };
+    let templates = [
+        media("////"),
+        json!({"event": "mark", "mark": {"name": "u9:100:1"}}).to_string(),
+        json!({"event": "dtmf", "dtmf": {"digit": "5"}}).to_string(),
+        json!({"event": "media", "media": {"payload": 5}}).to_string(),
+        json!({"event": "nope"}).to_string(),
+    ];
+    let mut sent = 0usize;
+    for i in 0..100_000u64 {
+        let r = next();
+        let msg = match r % 8 {
+            0 => Message::Binary(vec![(r & 0xFF) as u8; (r % 64) as usize].into()),
+            1 => Message::Text("not json {".into()),
+            2 => Message::Text(media("%%%not-base64").into()),
+            3 => Message::Text(json!({"event": "media", "media": {"payload": "A".repeat(((r >> 8) % 4000) as usize)}}).to_string().into()),
+            4 => {
+                let t = &templates[(r >> 5) as usize % templates.len()];
+                let mut b = t.clone().into_bytes();
+                if !b.is_empty() {
+                    let at = (r >> 16) as usize % b.len();
+                    b[at] = (r >> 24) as u8;
+                }
+                Message::Text(String::from_utf8_lossy(&b).into_owned().into())
+            }
+            5 => Message::Text(json!({"sequenceNumber": i, "streamSid": null}).to_string().into()),
+            _ => Message::Text(templates[(r >> 3) as usize % templates.len()].clone().into()),
+        };
+        if tx.send(msg).await.is_err() {
+            break;
+        }
+        sent += 1;
+    }
+    assert_eq!(sent, 100_000, "the server kept the socket open");
+    // The call goes on: the caller speaks and the agent answers.
+    let quiet = |n: &std::sync::atomic::AtomicUsize| n.load(std::sync::atomic::Ordering::Relaxed);
+    let mut before = quiet(&media_out);
+    loop {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let now = quiet(&media_out);
+        if now == before {
+            break;
+        }
+        before = now;
+    }
+    let (speech, _) = voice::offline::codec::encode_mulaw("my AC stopped cooling last night", 60.0);
+    let silence = vec![0xFFu8; 160 * 60];
+    use base64::Engine as _;
+    for chunk in speech.chunks(160).chain(silence.chunks(160)) {
+        let payload = base64::engine::general_purpose::STANDARD.encode(chunk);
+        tx.send(Message::Text(media(&payload).into()))
+            .await
+            .unwrap();
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while quiet(&media_out) == before {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the agent never answered after the garbage"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // A huge frame over the size limit: the socket may close; the call ends.
+    let _ = tx
+        .send(Message::Text("x".repeat(2 * 1024 * 1024).into()))
+        .await;
+    let _ = tx.close().await;
+    let _ = tokio::time::timeout(Duration::from_secs(10), reader).await;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
+    loop {
+        if let Some(r) = s.store().get_call(sid).await.unwrap() {
+            if r.ended_at.is_some() {
+                assert_eq!(r.phone, "+15125550999");
+                break;
+            }
+        }
+        assert!(tokio::time::Instant::now() < deadline, "no record");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn serve_refuses_a_public_address_without_a_token() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("none.toml"), "").unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_calllock"))
+        .args(["serve", "--bind", "0.0.0.0", "--port", "0"])
+        .env("CALLLOCK_DATABASE", dir.path().join("x.db"))
+        .env_remove("TWILIO_AUTH_TOKEN")
+        .env("CALLLOCK_CONFIG", dir.path().join("none.toml"))
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--allow-unsigned"), "{err}");
+}
+
+/// The real binary: SIGTERM with a live call drains, lets the call go on
+/// for the grace period, then ends it politely with a callback and exits 0.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_with_a_live_call() {
+    let dir = tempfile::tempdir().unwrap();
+    let conf = dir.path().join("calllock.toml");
+    std::fs::write(
+        &conf,
+        "[serve]\nport = 0\nshutdown_grace_s = 1.0\n[sim]\nllm_latency_s = 0.0\nspeech_chars_per_s = 60.0\n",
+    )
+    .unwrap();
+    let db = dir.path().join("calls.db");
+    let (child, url) = spawn_serve(&conf, &db);
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let opts = calllock::dial::DialOptions {
+        url,
+        from: "+15125550444".into(),
+        to: "+15125550000".into(),
+        auth_token: None,
+        chars_per_second: 60.0,
+    };
+    let phone = match calllock::dial::place_call(&opts, tx).await.unwrap() {
+        calllock::dial::Answer::Connected(p) => p,
+        calllock::dial::Answer::TurnedAway(t) => panic!("{t}"),
+    };
+    let sid = phone.call_sid.clone();
+    // The greeting plays; then SIGTERM.
+    let mut heard = Vec::new();
+    while let Some(e) = rx.recv().await {
+        match e {
+            calllock::dial::phone::PhoneEvent::AgentQuiet => break,
+            calllock::dial::phone::PhoneEvent::AgentWord(w) => heard.push(w),
+            _ => {}
+        }
+    }
+    assert!(!heard.is_empty());
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let log = tokio::time::timeout(Duration::from_secs(20), phone.finished())
+        .await
+        .expect("the call ended");
+    assert!(!log.caller_hung_up);
+    assert!(
+        log.heard_text().contains("call you back"),
+        "{}",
+        log.heard_text()
+    );
+    let mut child = child;
+    let status = tokio::task::spawn_blocking(move || child.wait().unwrap())
+        .await
+        .unwrap();
+    assert!(status.success(), "{status:?}");
+    let store = store::Store::connect(db.to_str().unwrap()).await.unwrap();
+    let rec = store.get_call(&sid).await.unwrap().expect("a record");
+    assert_eq!(rec.final_state, "callback");
+    let cbs = store.open_callbacks(10).await.unwrap();
+    assert!(cbs.iter().any(|c| c.phone == "+15125550444"), "{cbs:?}");
+}
+
+/// `calllock dial --script` against a `calllock serve`, both real binaries
+/// sharing one database: the agent's words print as they play, then the
+/// outcome the server recorded.
+#[test]
+fn dial_drives_a_replay_script_against_a_live_server() {
+    let dir = tempfile::tempdir().unwrap();
+    let conf = dir.path().join("calllock.toml");
+    std::fs::write(
+        &conf,
+        "[serve]\nport = 0\n[sim]\nllm_latency_s = 0.0\nspeech_chars_per_s = 60.0\n",
+    )
+    .unwrap();
+    let db = dir.path().join("calls.db");
+    let script = dir.path().join("call.jsonl");
+    std::fs::write(
+        &script,
+        "{\"caller\": \"Hi, my AC stopped cooling last night\"}\n\
+         {\"caller\": \"No, nothing like that\"}\n\
+         {\"hangup\": true}\n",
+    )
+    .unwrap();
+    let (mut server, url) = spawn_serve(&conf, &db);
+    let dial = std::process::Command::new(env!("CARGO_BIN_EXE_calllock"))
+        .args(["dial", "--url", &url, "--pause", "0.2", "--script"])
+        .arg(&script)
+        .env("CALLLOCK_CONFIG", &conf)
+        .env("CALLLOCK_DATABASE", &db)
+        .env_remove("TWILIO_AUTH_TOKEN")
+        .output()
+        .unwrap();
+    unsafe { libc::kill(server.id() as i32, libc::SIGTERM) };
+    let _ = server.wait();
+    let stdout = String::from_utf8_lossy(&dial.stdout);
+    let stderr = String::from_utf8_lossy(&dial.stderr);
+    assert!(dial.status.success(), "{stdout}\n{stderr}");
+    assert!(
+        stdout.contains("agent:  Thanks for calling ACE Cooling"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("caller: No, nothing like that"), "{stdout}");
+    assert!(stdout.contains("What's the ZIP code"), "{stdout}");
+    assert!(stdout.contains("outcome: "), "{stdout}\n{stderr}");
+    assert!(stdout.contains("(state service_area"), "{stdout}");
+}
+
+/// Start the `calllock serve` binary on config `conf` (with `port = 0`) and
+/// database `db`; returns it and its `http://` URL (its first stdout line).
+fn spawn_serve(conf: &std::path::Path, db: &std::path::Path) -> (std::process::Child, String) {
+    use std::io::BufRead;
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_calllock"))
+        .arg("serve")
+        .env("CALLLOCK_CONFIG", conf)
+        .env("CALLLOCK_DATABASE", db)
+        .env_remove("TWILIO_AUTH_TOKEN")
+        .env_remove("PORT")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut first = String::new();
+    out.read_line(&mut first).unwrap();
+    let url = first
+        .trim()
+        .strip_prefix("listening on ")
+        .unwrap_or_else(|| panic!("unexpected first line {first:?}"))
+        .to_string();
+    // Keep reading so the server never blocks on a full pipe.
+    std::thread::spawn(move || for _ in out.lines() {});
+    (child, url)
+}
