@@ -222,6 +222,7 @@ impl Harness {
                 start_unix: cfg.start_unix,
                 journal: None,
                 output_lead: Duration::ZERO,
+                pacing: None,
             },
             ear.clone(),
         );

@@ -294,6 +294,25 @@ async fn a_booking_call_over_twilio_media_streams_matches_the_same_call_in_chat(
         .flat_map(|(_, t)| t.split_whitespace().map(str::to_string).collect::<Vec<_>>())
         .collect();
     assert_eq!(log.heard_text(), agent_words.join(" "));
+    // The operator's view: the call is over and its audio was paced.
+    let health: Value = reqwest::get(format!("http://{}/health?verbose=1", s.server.addr))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(health["status"], "ok", "{health:#}");
+    assert_eq!(health["version"], env!("CARGO_PKG_VERSION"));
+    assert_eq!(health["live_calls"], 0, "{health:#}");
+    assert_eq!(health["database"]["ok"], true, "{health:#}");
+    assert_eq!(health["vendors"]["twilio"]["signatures"], false);
+    let frames = health["pacing"]["frames"].as_u64().unwrap();
+    assert!(frames > 0);
+    assert_eq!(
+        frames as usize,
+        log.media_lateness.len(),
+        "every media message the phone received was counted as paced"
+    );
     s.server.stop().await;
 }
 

@@ -2,7 +2,7 @@
 //!
 //! Frames ([`frames`]), stage inboxes ([`inbox`]), stages and their runner
 //! ([`stage`]), pipelines with a lifecycle ([`pipeline`]), turn epochs and
-//! the cancellation tree ([`scope`]), observers ([`observe`]), and the
+//! the cancellation tree ([`scope`]), observers ([`observe`]), outbound pacing jitter ([`pacing`]), and the
 //! per-call history event log with its projections ([`history`]). Knows
 //! nothing of HVAC, states or business rules.
 
@@ -13,6 +13,7 @@ pub mod history;
 pub mod inbox;
 pub mod observe;
 pub mod offline;
+pub mod pacing;
 pub mod passthrough;
 pub mod pipeline;
 pub mod scope;

@@ -134,7 +134,12 @@ impl Phone {
                 sig.parse().context("signature header")?,
             );
         }
-        let (ws, _) = tokio_tungstenite::connect_async(req)
+        // Small buffers: a phone's messages are a few hundred bytes (the
+        // default 128 KiB read buffer would dominate a load test's memory).
+        let config = tokio_tungstenite::tungstenite::protocol::WebSocketConfig::default()
+            .read_buffer_size(4 * 1024)
+            .write_buffer_size(4 * 1024);
+        let (ws, _) = tokio_tungstenite::connect_async_with_config(req, Some(config), false)
             .await
             .with_context(|| format!("cannot open the stream {}", c.stream_url))?;
         let (cmd, rx) = mpsc::unbounded_channel();

@@ -45,11 +45,21 @@ pub(super) async fn health(
         Err(e) => serde_json::json!({"ok": false, "error": e.to_string()}),
     };
     let cfg = &app.cfg;
+    let pacing = app.pacing.summary();
     let body = serde_json::json!({
         "status": if draining { "draining" } else { "ok" },
         "version": env!("CARGO_PKG_VERSION"),
         "live_calls": app.calls.live(),
         "max_calls": app.calls.max(),
+        // How late agent audio frames left, against their 20 ms schedule,
+        // over every call since start (bucket bounds, ms).
+        "pacing": {
+            "frames": pacing.frames,
+            "late_p50_ms": pacing.p50_ms,
+            "late_p99_ms": pacing.p99_ms,
+            "late_max_ms": pacing.max_ms,
+            "late_20ms_or_more": pacing.late_20ms,
+        },
         "database": database,
         "vendors": {
             "llm": app.vendors.responder.name(),
@@ -187,6 +197,12 @@ pub(super) async fn twiml(
     twiml_response(body)
 }
 
+/// The WebSocket's read and write buffers. A Twilio message is ~300 bytes
+/// (20 ms of µ-law in base64 JSON); tungstenite's default of 128 KiB, which
+/// it zeroes on every read, would cost most of a call's memory. Larger
+/// messages (up to the size limit) still arrive: the buffer grows for them.
+const SOCKET_BUFFER_BYTES: usize = 4 * 1024;
+
 /// `GET /ws/twilio`: one call per connection, once its signature holds.
 pub(super) async fn stream(
     State(app): State<Arc<App>>,
@@ -207,6 +223,8 @@ pub(super) async fn stream(
         return (StatusCode::SERVICE_UNAVAILABLE, "full").into_response();
     };
     ws.max_message_size(providers::twilio::media_streams::MAX_MESSAGE_BYTES)
+        .read_buffer_size(SOCKET_BUFFER_BYTES)
+        .write_buffer_size(SOCKET_BUFFER_BYTES)
         .on_upgrade(move |socket| super::twilio_call::run(app, socket, slot))
 }
 

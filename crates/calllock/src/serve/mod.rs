@@ -5,7 +5,8 @@
 //! - [`twilio_call`]: one call on one Media Streams socket;
 //! - [`twilio_sink`]: agent audio onto the socket, with marks;
 //! - [`live`]: the live calls (capacity, draining, ending at shutdown);
-//! - [`speech`]: the speech vendors of a served call.
+//! - [`speech`]: the speech vendors of a served call;
+//! - [`memory`]: freed heap handed back to the operating system.
 //!
 //! At start the server takes over calls a crash left unfinished (as `chat`
 //! does), then runs the outbox worker and the crash recovery in the
@@ -16,6 +17,7 @@
 
 pub mod http;
 pub mod live;
+pub mod memory;
 pub mod speech;
 pub mod twilio_call;
 pub mod twilio_sink;
@@ -46,6 +48,8 @@ pub struct App {
     pub owner: String,
     /// The address the server listens on.
     pub addr: SocketAddr,
+    /// How late every call's player sent its frames.
+    pub pacing: Arc<voice::pacing::PacingStats>,
 }
 
 /// A running server.
@@ -117,6 +121,10 @@ impl Server {
             cfg.instance_lease_s,
             stop_worker.subscribe(),
         ));
+        tokio::spawn(memory::trim_every(
+            memory::TRIM_EVERY,
+            stop_worker.subscribe(),
+        ));
         let rest = rest_client(&cfg)?;
         let app = Arc::new(App {
             calls: LiveCalls::new(cfg.serve.max_calls as usize),
@@ -126,6 +134,7 @@ impl Server {
             rest,
             owner: alive.id().to_string(),
             addr,
+            pacing: Arc::default(),
         });
         let router = axum::Router::new()
             .route("/health", get(http::health))

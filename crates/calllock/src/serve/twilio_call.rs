@@ -207,6 +207,7 @@ impl Call {
                 start_unix: started,
                 journal: journal.clone(),
                 output_lead: Duration::from_millis(cfg.serve.output_lead_ms),
+                pacing: Some(self.app.pacing.clone()),
             },
             sink,
         );

@@ -27,6 +27,8 @@ pub struct CallParts<D, S> {
     /// [`voice::stages::output::Player::with_lead`]); zero for a local
     /// speaker, ~100 ms for Twilio.
     pub output_lead: Duration,
+    /// Where the player counts how late it sends frames (none: not counted).
+    pub pacing: Option<Arc<voice::pacing::PacingStats>>,
 }
 
 /// A running voice call.
@@ -80,8 +82,11 @@ where
     let up = pipeline
         .stage_control(pipeline.len() - 1)
         .expect("output stage");
-    let player = output::Player::new(sink, tail, up, pipeline.scope().clone(), floor.clone())
+    let mut player = output::Player::new(sink, tail, up, pipeline.scope().clone(), floor.clone())
         .with_lead(parts.output_lead);
+    if let Some(stats) = parts.pacing {
+        player = player.with_pacing(stats);
+    }
     let player = tokio::spawn(player.run());
     RunningCall {
         pipeline,

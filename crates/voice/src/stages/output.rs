@@ -17,6 +17,7 @@
 use crate::floor::Floor;
 use crate::frames::{Audio, ControlFrame, Data, Epoch, Frame, UtteranceId};
 use crate::inbox::{ControlHandle, Receiver};
+use crate::pacing::PacingStats;
 use crate::scope::CallScope;
 use crate::stage::{Ctx, Direction, Stage};
 use bytes::Bytes;
@@ -89,6 +90,10 @@ pub struct Player<S> {
     reported: Duration,
     /// How far ahead of real time audio may be handed to the sink.
     lead: Duration,
+    /// When the current stretch of speech started (frames due before it
+    /// are the lead, sent at once on purpose).
+    stretch_start: Instant,
+    pacing: Option<Arc<PacingStats>>,
 }
 
 /// How often the player reports playback progress upstream.
@@ -116,7 +121,15 @@ impl<S: AudioSink> Player<S> {
             next_tick: Instant::now(),
             reported: Duration::ZERO,
             lead: Duration::ZERO,
+            stretch_start: Instant::now(),
+            pacing: None,
         }
+    }
+
+    /// Count how late each frame is sent (see [`crate::pacing`]).
+    pub fn with_pacing(mut self, stats: Arc<PacingStats>) -> Self {
+        self.pacing = Some(stats);
+        self
     }
 
     /// Hand audio to the sink up to `lead` ahead of real time (a far end
@@ -148,15 +161,20 @@ impl<S: AudioSink> Player<S> {
         }
         self.sink.clear();
         let (id, played) = match self.playing.take() {
-            // What the far end confirmed, never more than was sent.
-            Some((id, played)) => (
-                Some(id),
-                self.sink.heard(id).map_or(played, |h| h.min(played)),
-            ),
+            Some((id, played)) => (Some(id), self.confirmed(id, played)),
             None => (None, Duration::ZERO),
         };
         self.up(ControlFrame::PlaybackInterrupted { id, played });
         self.stop_speaking();
+    }
+
+    /// How much of utterance `id` was played: what the far end confirmed
+    /// when it says, never more than was sent. (Progress reports go
+    /// through here too: the accountant keeps the largest report, so one
+    /// counted from what was sent ahead would outlive a smaller confirmed
+    /// count at a barge-in.)
+    fn confirmed(&self, id: UtteranceId, sent: Duration) -> Duration {
+        self.sink.heard(id).map_or(sent, |h| h.min(sent))
     }
 
     /// Returns false when the queue ended.
@@ -179,6 +197,7 @@ impl<S: AudioSink> Player<S> {
                         let now = Instant::now();
                         let start = now.checked_sub(self.lead).unwrap_or(now);
                         self.next_tick = self.next_tick.max(start);
+                        self.stretch_start = now;
                     }
                     self.cur = Some(Current {
                         id,
@@ -219,6 +238,10 @@ impl<S: AudioSink> Player<S> {
             self.cur = None;
         }
         let d = chunk.duration();
+        if let Some(stats) = &self.pacing {
+            let due = self.next_tick.max(self.stretch_start);
+            stats.record(Instant::now().saturating_duration_since(due));
+        }
         self.sink.play(&chunk, id, epoch);
         let mut progress = None;
         if let Some((pid, played)) = self.playing.as_mut() {
@@ -230,7 +253,8 @@ impl<S: AudioSink> Player<S> {
                 }
             }
         }
-        if let Some(played) = progress {
+        if let Some(sent) = progress {
+            let played = self.confirmed(id, sent);
             self.up(ControlFrame::UtteranceProgress { id, played });
         }
         self.next_tick += d;
@@ -284,5 +308,77 @@ impl<S: AudioSink> Player<S> {
         }
         self.stop_speaking();
         self.sink
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::inbox::inbox;
+
+    /// A far end that confirms only `confirmed` of any utterance.
+    struct Lagging {
+        confirmed: Duration,
+        frames: usize,
+    }
+
+    impl AudioSink for Lagging {
+        fn play(&mut self, _: &Audio, _: UtteranceId, _: Epoch) {
+            self.frames += 1;
+        }
+        fn clear(&mut self) {}
+        fn heard(&self, _: UtteranceId) -> Option<Duration> {
+            Some(self.confirmed)
+        }
+    }
+
+    /// Plays 1.5 s of one utterance (no end), returns what went upstream.
+    async fn play_a_while(confirmed: Duration, pacing: Arc<PacingStats>) -> (Vec<Frame>, usize) {
+        let (tx, rx) = inbox(200);
+        let (up_tx, mut up_rx) = inbox(200);
+        let scope = Arc::new(CallScope::new());
+        let sink = Lagging {
+            confirmed,
+            frames: 0,
+        };
+        let player = Player::new(
+            sink,
+            rx,
+            up_tx.control_handle(),
+            scope.clone(),
+            Arc::new(Floor::default()),
+        )
+        .with_lead(Duration::from_millis(100))
+        .with_pacing(pacing);
+        let audio = Audio::pcm16(vec![0u8; 8000 * 2 * 3 / 2], 8000);
+        tx.try_send(Frame::data(0, Data::OutputAudio { id: 7, audio }))
+            .unwrap();
+        let run = tokio::spawn(player.run());
+        tokio::time::sleep(Duration::from_millis(1700)).await;
+        scope.cancel();
+        let sink = run.await.unwrap();
+        let mut up = Vec::new();
+        while let Some(f) = up_rx.try_recv() {
+            up.push(f);
+        }
+        (up, sink.frames)
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn progress_reports_what_the_far_end_confirmed_not_what_was_sent() {
+        let stats = Arc::new(PacingStats::default());
+        let (up, frames) = play_a_while(Duration::from_millis(640), stats.clone()).await;
+        let progress: Vec<Duration> = up
+            .iter()
+            .filter_map(|f| match f {
+                Frame::Control(ControlFrame::UtteranceProgress { id: 7, played }) => Some(*played),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(progress, vec![Duration::from_millis(640)], "{up:?}");
+        assert_eq!(frames, 75, "1.5 s sent in 20 ms frames");
+        let sum = stats.summary();
+        assert_eq!(sum.frames, 75);
+        assert_eq!(sum.late_20ms, 0, "the lead is not lateness: {sum:?}");
     }
 }
