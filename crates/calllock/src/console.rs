@@ -9,18 +9,6 @@ use agent::Session;
 use anyhow::{Context, Result};
 use std::io::IsTerminal;
 
-fn timing_of(cfg: &config::Config) -> sim::Timing {
-    sim::Timing {
-        llm_latency_s: cfg.sim.llm_latency_s,
-        tool_latency_s: cfg.sim.tool_latency_s,
-        speech_chars_per_s: cfg.sim.speech_chars_per_s,
-    }
-}
-
-async fn open_store(cfg: &config::Config) -> Result<store::Store> {
-    crate::wiring::open_store(cfg).await
-}
-
 fn new_call_id(prefix: &str) -> String {
     let now = chrono::Utc::now();
     format!("{prefix}-{}", now.format("%Y%m%d-%H%M%S-%3f"))
@@ -51,7 +39,7 @@ pub async fn chat(cfg: &config::Config, caller_id: String) -> Result<()> {
         engine,
         c.vendors.backend.clone(),
         responder,
-        timing_of(cfg),
+        sim::Timing::of(cfg),
         start,
         &mut observer,
     );
@@ -103,7 +91,7 @@ struct ConsoleCall {
 
 impl ConsoleCall {
     async fn open(cfg: &config::Config, caller_id: &str, prefix: &str) -> Result<(Self, Engine)> {
-        let store = open_store(cfg).await?;
+        let store = crate::wiring::open_store(cfg).await?;
         let vendors = crate::wiring::vendors(cfg, store).await?;
         // A call a crash left unfinished is recovered first; then the
         // outbox is worked in the background while the call runs.

@@ -227,11 +227,7 @@ pub async fn run(cfg: &Config, only: Option<&str>, brief: bool) -> Result<()> {
         .context("seeding demo data")?;
     let backend: Arc<dyn Backend> = Arc::new(embedded);
     let color = std::io::stdout().is_terminal();
-    let timing = Timing {
-        llm_latency_s: cfg.sim.llm_latency_s,
-        tool_latency_s: cfg.sim.tool_latency_s,
-        speech_chars_per_s: cfg.sim.speech_chars_per_s,
-    };
+    let timing = Timing::of(cfg);
     let mut failures = Vec::new();
     for sc in all {
         println!(

@@ -289,7 +289,7 @@ async fn run(cli: Cli) -> Result<()> {
             Ok(())
         }
         Command::Agenda { limit, json } => {
-            let store = open_store(&cfg).await?;
+            let store = calllock::wiring::open_store(&cfg).await?;
             let callbacks = store.open_callbacks(limit).await?;
             let appointments = store
                 .upcoming_appointments(chrono::Utc::now().timestamp(), limit)
@@ -310,7 +310,7 @@ async fn run(cli: Cli) -> Result<()> {
             Ok(())
         }
         Command::Seed => {
-            let store = open_store(&cfg).await?;
+            let store = calllock::wiring::open_store(&cfg).await?;
             store::EmbeddedBackend::new(store, cfg.business.clone())
                 .seed_demo(chrono::Utc::now())
                 .await
@@ -326,11 +326,11 @@ async fn run(cli: Cli) -> Result<()> {
             if !(gap.is_finite() && gap > 0.0) {
                 bail!("--gap must be a positive number of seconds");
             }
-            let store = open_store(&cfg).await?;
+            let store = calllock::wiring::open_store(&cfg).await?;
             calllock::ops::transcript(&store, &id, gap, json).await
         }
         Command::Outbox { action, all, limit } => {
-            let store = open_store(&cfg).await?;
+            let store = calllock::wiring::open_store(&cfg).await?;
             match action {
                 None => calllock::ops::show_outbox(&store, all, limit.clamp(1, 100_000)).await,
                 Some(OutboxCommand::Deliver { now, watch }) => {
@@ -383,7 +383,7 @@ async fn run(cli: Cli) -> Result<()> {
                     }
                 }
             };
-            let store = open_store(&cfg).await.ok();
+            let store = calllock::wiring::open_store(&cfg).await.ok();
             let opts = calllock::console::dial_options(&cfg, url, caller_id);
             calllock::dial::dial(&opts, drive, store.as_ref())
                 .await
@@ -401,7 +401,7 @@ async fn run(cli: Cli) -> Result<()> {
             speech_rate,
             call_id,
         } => {
-            let mut timing = timing_of(&cfg);
+            let mut timing = sim::Timing::of(&cfg);
             if let Some(v) = llm_latency {
                 timing.llm_latency_s = v;
             }
@@ -464,7 +464,7 @@ async fn run(cli: Cli) -> Result<()> {
             Ok(())
         }
         Command::Calls { show, since, limit } => {
-            let store = open_store(&cfg).await?;
+            let store = calllock::wiring::open_store(&cfg).await?;
             match show {
                 Some(CallsCommand::Show { id, json }) => {
                     let Some(rec) = store.get_call(&id).await? else {
@@ -506,18 +506,6 @@ fn parse_age(s: &str) -> Result<chrono::Duration> {
         _ => bail!("--since {s:?}: the unit must be s, m, h or d"),
     };
     chrono::Duration::try_seconds(n.saturating_mul(secs)).context("--since: duration out of range")
-}
-
-fn timing_of(cfg: &config::Config) -> sim::Timing {
-    sim::Timing {
-        llm_latency_s: cfg.sim.llm_latency_s,
-        tool_latency_s: cfg.sim.tool_latency_s,
-        speech_chars_per_s: cfg.sim.speech_chars_per_s,
-    }
-}
-
-async fn open_store(cfg: &config::Config) -> Result<store::Store> {
-    calllock::wiring::open_store(cfg).await
 }
 
 /// `calllock outbox deliver`.

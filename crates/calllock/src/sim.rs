@@ -35,6 +35,17 @@ pub struct Timing {
     pub speech_chars_per_s: f64,
 }
 
+impl Timing {
+    /// The `[sim]` timing of a configuration.
+    pub fn of(cfg: &crate::config::Config) -> Self {
+        Timing {
+            llm_latency_s: cfg.sim.llm_latency_s,
+            tool_latency_s: cfg.sim.tool_latency_s,
+            speech_chars_per_s: cfg.sim.speech_chars_per_s,
+        }
+    }
+}
+
 impl Default for Timing {
     fn default() -> Self {
         Timing {
