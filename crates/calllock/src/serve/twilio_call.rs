@@ -168,13 +168,17 @@ impl Call {
         let vendors = &self.app.vendors;
         let started = chrono::Utc::now().timestamp_millis() as f64 / 1000.0;
         tracing::info!(call_id = self.call_id, caller = self.caller, "call started");
-        let journal = match crate::journal::Journal::begin(
+        // The steps before and after the live part are boxed: an async
+        // fn's state is as large as its largest await, and a thousand
+        // calls would each carry the post-call machinery's state while
+        // they talk.
+        let journal = match Box::pin(crate::journal::Journal::begin(
             &vendors.store,
             &self.call_id,
             &self.caller,
             started,
             &self.app.owner,
-        )
+        ))
         .await
         {
             Ok(j) => Some(j),
@@ -248,6 +252,20 @@ impl Call {
                 "caller audio frames dropped (the pipeline fell behind)"
             );
         }
+        Box::pin(self.finish(call, end, started, journal, ws_rx, reader)).await;
+    }
+
+    /// After the live part: the goodbye heard, the pipeline drained, the
+    /// hang-up, the journal closed, post-call.
+    async fn finish(
+        &self,
+        mut call: crate::voice_call::RunningCall<TwilioSink>,
+        end: SocketEnd,
+        started: f64,
+        journal: Option<crate::journal::Journal>,
+        mut ws_rx: WsRx,
+        mut reader: StreamReader,
+    ) {
         let ended_by = match end {
             SocketEnd::CallerGone => EndedBy::Caller,
             SocketEnd::AgentHungUp => {
