@@ -5,8 +5,7 @@
 //! - [`twilio_call`]: one call on one Media Streams socket;
 //! - [`twilio_sink`]: agent audio onto the socket, with marks;
 //! - [`live`]: the live calls (capacity, draining, ending at shutdown);
-//! - [`speech`]: the speech vendors of a served call;
-//! - [`memory`]: freed heap handed back to the operating system.
+//! - [`speech`]: the speech vendors of a served call.
 //!
 //! At start the server takes over calls a crash left unfinished (as `chat`
 //! does), then runs the outbox worker and the crash recovery in the
@@ -17,7 +16,6 @@
 
 pub mod http;
 pub mod live;
-pub mod memory;
 pub mod speech;
 pub mod twilio_call;
 pub mod twilio_sink;
@@ -119,10 +117,6 @@ impl Server {
         tokio::spawn(crate::delivery::keep_recovering(
             post.clone(),
             cfg.instance_lease_s,
-            stop_worker.subscribe(),
-        ));
-        tokio::spawn(memory::trim_every(
-            memory::TRIM_EVERY,
             stop_worker.subscribe(),
         ));
         let rest = rest_client(&cfg)?;
