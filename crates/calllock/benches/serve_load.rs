@@ -36,7 +36,9 @@ use calllock::dial::{place_call, Answer, DialOptions};
 use std::io::BufRead;
 use std::time::{Duration, Instant};
 
-/// The caller lines of `examples/replays/booking.jsonl`.
+/// The caller lines of `examples/replays/booking.jsonl`, without the
+/// goodbye (the agent would hang up; every call stays live until the end
+/// of the measurement, when the phone hangs up).
 fn lines() -> Vec<String> {
     let path = concat!(
         env!("CARGO_MANIFEST_DIR"),
@@ -50,6 +52,7 @@ fn lines() -> Vec<String> {
             calllock::sim::ScriptItem::Caller { text, .. } => Some(text),
             _ => None,
         })
+        .filter(|t| !t.to_lowercase().contains("bye"))
         .collect()
 }
 
@@ -147,10 +150,10 @@ async fn one_call(
     Some(phone.finished().await)
 }
 
-/// The server's pacing counters (`/health?verbose=1`).
-async fn server_pacing(addr: &str) -> serde_json::Value {
+/// The server's `/health?verbose=1`.
+async fn server_health(addr: &str) -> serde_json::Value {
     match reqwest::get(format!("{addr}/health?verbose=1")).await {
-        Ok(r) => r.json::<serde_json::Value>().await.unwrap_or_default()["pacing"].clone(),
+        Ok(r) => r.json::<serde_json::Value>().await.unwrap_or_default(),
         Err(e) => serde_json::json!({"error": e.to_string()}),
     }
 }
@@ -243,6 +246,7 @@ fn main() {
         let (_, rss_mid) = proc_usage(pid);
         tokio::time::sleep_until(stop_at.into()).await;
         let (cpu_b, rss_b) = proc_usage(pid);
+        let health = server_health(&addr).await;
         let wall = wall_a.elapsed().as_secs_f64();
         let cores = (cpu_b - cpu_a) / wall;
         let rss = rss_mid.max(rss_b);
@@ -252,7 +256,11 @@ fn main() {
                 logs.push(l);
             }
         }
-        let pacing = server_pacing(&addr).await;
+        let pacing = &health["pacing"];
+        println!(
+            "server: {} live calls, {} tasks",
+            health["live_calls"], health["tasks"]
+        );
         let n = logs.len().max(1) as f64;
         println!("calls completed: {} of {}", logs.len(), a.calls);
         println!(
@@ -278,6 +286,13 @@ fn main() {
         .flat_map(|l| l.reply_latencies.iter().copied())
         .collect();
     let ms = |d: Duration| d.as_secs_f64() * 1000.0;
+    let clears: usize = logs.iter().map(|l| l.clears).sum();
+    let agent_s: f64 = logs.iter().map(|l| l.agent_audio_ms as f64 / 1000.0).sum();
+    println!(
+        "agent audio received: {:.1} s per call on average; {} barge-in clears in all",
+        agent_s / logs.len().max(1) as f64,
+        clears
+    );
     println!(
         "arrival lateness at the phones over {} media messages: p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms",
         late.len(),

@@ -304,6 +304,10 @@ async fn a_booking_call_over_twilio_media_streams_matches_the_same_call_in_chat(
     assert_eq!(health["status"], "ok", "{health:#}");
     assert_eq!(health["version"], env!("CARGO_PKG_VERSION"));
     assert_eq!(health["live_calls"], 0, "{health:#}");
+    assert!(
+        health["tasks"].as_u64().is_some_and(|n| n > 0),
+        "{health:#}"
+    );
     assert_eq!(health["database"]["ok"], true, "{health:#}");
     assert_eq!(health["vendors"]["twilio"]["signatures"], false);
     let frames = health["pacing"]["frames"].as_u64().unwrap();

@@ -51,6 +51,7 @@ pub(super) async fn health(
         "version": env!("CARGO_PKG_VERSION"),
         "live_calls": app.calls.live(),
         "max_calls": app.calls.max(),
+        "tasks": tokio::runtime::Handle::current().metrics().num_alive_tasks(),
         // How late agent audio frames left, against their 20 ms schedule,
         // over every call since start (bucket bounds, ms).
         "pacing": {
