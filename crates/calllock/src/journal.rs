@@ -162,18 +162,26 @@ async fn writer(store: store::Store, call_id: String, mut rx: mpsc::UnboundedRec
 }
 
 /// Journals the session (without its transcript) each time it changed.
+///
+/// Only a fingerprint of the last snapshot is kept (a live call must stay
+/// small: the snapshot holds the whole conversation history, and a
+/// thousand calls would each carry one).
 #[derive(Default)]
 pub struct SessionSnapshots {
-    last: Option<Value>,
+    last: Option<u64>,
 }
 
 impl SessionSnapshots {
     /// Record `session` at `at` unless it equals the last one recorded.
     pub fn record(&mut self, journal: &Journal, at: f64, session: &Session) {
+        use std::hash::{Hash, Hasher};
         let snap = session_snapshot(session);
-        if self.last.as_ref() != Some(&snap) {
-            journal.record(at, "session", snap.clone());
-            self.last = Some(snap);
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        snap.to_string().hash(&mut h);
+        let print = h.finish();
+        if self.last != Some(print) {
+            journal.record(at, "session", snap);
+            self.last = Some(print);
         }
     }
 }

@@ -60,7 +60,6 @@ pub fn word_frames(word: &str, chars_per_second: f64) -> usize {
 /// rate; the header sits in the first samples). Returns the samples and the
 /// word timings.
 pub fn encode(text: &str, rate: u32, chars_per_second: f64) -> (Vec<i16>, Vec<WordTiming>) {
-    let per_frame = (rate as usize / 50).max(4);
     let mut samples = Vec::new();
     let mut words = Vec::new();
     for word in text.split_whitespace() {
@@ -70,24 +69,34 @@ pub fn encode(text: &str, rate: u32, chars_per_second: f64) -> (Vec<i16>, Vec<Wo
             word: word.to_string(),
             start,
         });
-        let bytes = word.as_bytes();
-        let n = bytes.len().min(MAX_WORD_BYTES).min(per_frame - 3);
-        for f in 0..word_frames(word, chars_per_second) {
-            let mut frame = vec![FILL; per_frame];
-            if f == 0 {
-                frame[0] = WORD_MARK;
-                frame[1] = decode_sample(n as u8);
-                for (i, b) in bytes[..n].iter().enumerate() {
-                    let code = if *b == 0x7F { b'?' } else { *b };
-                    frame[2 + i] = decode_sample(code);
-                }
-            } else {
-                frame[0] = FILL_MARK;
-            }
-            samples.extend_from_slice(&frame);
-        }
+        encode_word(word, rate, chars_per_second, &mut samples);
     }
     (samples, words)
+}
+
+/// Append one word (no whitespace in it) spoken at `rate` to `samples`:
+/// [`word_frames`] whole frames, the first carrying the word.
+pub fn encode_word(word: &str, rate: u32, chars_per_second: f64, samples: &mut Vec<i16>) {
+    let per_frame = (rate as usize / 50).max(4);
+    let bytes = word.as_bytes();
+    let n = bytes.len().min(MAX_WORD_BYTES).min(per_frame - 3);
+    let frames = word_frames(word, chars_per_second);
+    samples.reserve(frames * per_frame);
+    for f in 0..frames {
+        let at = samples.len();
+        samples.resize(at + per_frame, FILL);
+        let frame = &mut samples[at..];
+        if f == 0 {
+            frame[0] = WORD_MARK;
+            frame[1] = decode_sample(n as u8);
+            for (i, b) in bytes[..n].iter().enumerate() {
+                let code = if *b == 0x7F { b'?' } else { *b };
+                frame[2 + i] = decode_sample(code);
+            }
+        } else {
+            frame[0] = FILL_MARK;
+        }
+    }
 }
 
 /// Little-endian bytes of samples.

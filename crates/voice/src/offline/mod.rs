@@ -15,4 +15,4 @@ pub mod timed;
 mod tts;
 
 pub use stt::{CodecDetector, CodecStt};
-pub use tts::{speak, CodecTts};
+pub use tts::{CodecSpeech, CodecTts};

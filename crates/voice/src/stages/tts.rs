@@ -3,17 +3,101 @@
 //! flight and everything queued). Audio goes downstream as it arrives;
 //! what was synthesized (text, word timings, total length) goes upstream so
 //! the conversation can account for what the caller heard.
+//!
+//! **Backpressure in time.** The stage pulls audio from the voice only
+//! while less than a *synthesis lead* ([`SYNTHESIS_LEAD`], ~0.5 s) is
+//! waiting ahead of playback. It keeps a model of the far end's playout
+//! ([`Playout`]: audio plays in real time from the moment it is handed
+//! on), so a ten-second line is never held in memory whole, a barge-in has
+//! little to throw away, and a streaming vendor's socket does the waiting
+//! (TCP flow control) instead of our queues. The inboxes behind the stage
+//! still bound frames by count, as a backstop.
 
-use super::pump;
+use super::next;
 use crate::accountant::WordTiming;
 use crate::frames::{Audio, ControlFrame, Custom, Data, Epoch, Frame, SystemFrame, UtteranceId};
 use crate::stage::{Ctx, Direction, Stage};
 use futures_core::Stream;
 use std::collections::{HashMap, VecDeque};
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
+use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
+
+/// How far ahead of playback the stage pulls audio from the voice, by
+/// default: enough to ride out a scheduling hiccup or a slow network
+/// chunk, small enough that little audio waits in memory.
+pub const SYNTHESIS_LEAD: Duration = Duration::from_millis(500);
+
+/// A model of the far end's playout: when the audio handed on so far has
+/// finished playing, if it plays in real time from when it is handed on.
+/// Reset at a barge-in (what was queued is thrown away); audio of an
+/// older turn no longer counts.
+#[derive(Debug, Default)]
+pub struct Playout {
+    state: Mutex<(Epoch, Option<Instant>)>,
+}
+
+impl Playout {
+    fn lock(&self) -> std::sync::MutexGuard<'_, (Epoch, Option<Instant>)> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Audio of turn `epoch` lasting `d` was handed on now.
+    pub fn add(&self, epoch: Epoch, d: Duration) {
+        let now = Instant::now();
+        let mut s = self.lock();
+        if epoch < s.0 {
+            return;
+        }
+        let end = s.1.map_or(now, |e| e.max(now));
+        s.1 = Some(end + d);
+    }
+
+    /// How much audio is still waiting to be played.
+    pub fn ahead(&self) -> Duration {
+        self.lock().1.map_or(Duration::ZERO, |e| {
+            e.saturating_duration_since(Instant::now())
+        })
+    }
+
+    /// A barge-in started turn `epoch`: nothing is queued any more.
+    pub fn reset(&self, epoch: Epoch) {
+        let mut s = self.lock();
+        s.0 = s.0.max(epoch);
+        s.1 = None;
+    }
+}
+
+/// Forward a synthesis into the stage's inbox, pulling the next item only
+/// while less than `lead` of audio waits ahead of playback.
+async fn paced_pump(
+    mut stream: TtsStream,
+    tx: crate::inbox::Sender,
+    playout: Arc<Playout>,
+    epoch: Epoch,
+    lead: Duration,
+    wrap: impl Fn(Option<Result<TtsEvent, TtsError>>) -> Frame,
+) {
+    loop {
+        let ahead = playout.ahead();
+        if ahead > lead {
+            tokio::time::sleep(ahead - lead).await;
+        }
+        let Some(item) = next(&mut stream).await else {
+            break;
+        };
+        if let Ok(TtsEvent::Audio(a)) = &item {
+            playout.add(epoch, a.duration());
+        }
+        let failed = item.is_err();
+        if tx.send(wrap(Some(item))).await.is_err() || failed {
+            return;
+        }
+    }
+    let _ = tx.send(wrap(None)).await;
+}
 
 /// One event of a synthesis.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -79,6 +163,8 @@ pub struct TtsStage {
     seq: u64,
     /// Audio produced so far per utterance.
     produced: HashMap<UtteranceId, Duration>,
+    playout: Arc<Playout>,
+    lead: Duration,
 }
 
 impl TtsStage {
@@ -89,7 +175,16 @@ impl TtsStage {
             job: None,
             seq: 0,
             produced: HashMap::new(),
+            playout: Arc::default(),
+            lead: SYNTHESIS_LEAD,
         }
+    }
+
+    /// Pull audio from the voice only while less than `lead` waits ahead
+    /// of playback (default [`SYNTHESIS_LEAD`]).
+    pub fn with_lead(mut self, lead: Duration) -> Self {
+        self.lead = lead;
+        self
     }
 
     fn kick(&mut self, ctx: &mut Ctx<'_>) {
@@ -125,8 +220,9 @@ impl TtsStage {
                         token: token.clone(),
                         base,
                     });
+                    let (playout, lead) = (self.playout.clone(), self.lead);
                     ctx.spawn(token, move |tx| {
-                        pump(stream, tx, move |item| {
+                        paced_pump(stream, tx, playout, epoch, lead, move |item| {
                             let report = match item {
                                 Some(Ok(e)) => Report::Event(e),
                                 Some(Err(e)) => Report::Failed(e.0),
@@ -148,12 +244,13 @@ impl Stage for TtsStage {
     }
     fn handle(&mut self, frame: Frame, dir: Direction, ctx: &mut Ctx<'_>) {
         match frame {
-            Frame::System(SystemFrame::Interrupt { .. }) => {
+            Frame::System(SystemFrame::Interrupt { epoch }) => {
                 if let Some(job) = self.job.take() {
                     job.token.cancel();
                 }
                 self.queue.clear();
                 self.produced.clear();
+                self.playout.reset(epoch);
             }
             Frame::System(SystemFrame::Cancel) | Frame::Control(ControlFrame::End) => {
                 if let Some(job) = self.job.take() {
@@ -222,5 +319,77 @@ impl Stage for TtsStage {
             },
             f => ctx.pass(f, dir),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::frames::UtteranceText;
+    use crate::offline::CodecTts;
+    use crate::Pipeline;
+
+    fn speak(epoch: Epoch, id: UtteranceId, text: &str) -> Frame {
+        Frame::data(
+            epoch,
+            Data::Speak(UtteranceText {
+                id,
+                text: text.into(),
+            }),
+        )
+    }
+
+    /// Reads the stage's output as playback would, noting after each audio
+    /// frame how far the audio handed on ran ahead of real time.
+    async fn ahead_of_playback(p: &mut Pipeline, t0: Instant, until: Instant) -> (Duration, usize) {
+        let tail = p.tail().expect("tail");
+        let (mut handed, mut worst, mut frames) = (Duration::ZERO, Duration::ZERO, 0);
+        while let Ok(Some(f)) = tokio::time::timeout_at(until, tail.recv()).await {
+            if let Frame::Data(d) = f {
+                if let Data::OutputAudio { audio, .. } = d.data {
+                    handed += audio.duration();
+                    worst = worst.max(handed.saturating_sub(t0.elapsed()));
+                    frames += 1;
+                }
+            }
+        }
+        (worst, frames)
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn audio_is_pulled_only_a_lead_ahead_of_playback() {
+        let voice = CodecTts::default();
+        let mut p = Pipeline::builder()
+            .stage(TtsStage::new(Arc::new(voice.clone())).with_lead(Duration::from_millis(500)))
+            .tail(1000)
+            .build();
+        let line = "one two three four five six seven eight nine ten eleven twelve \
+                    thirteen fourteen fifteen sixteen seventeen eighteen nineteen twenty";
+        let input = p.input().unwrap().clone();
+        input.send(speak(0, 1, line)).await.unwrap();
+        input.send(speak(0, 1, line)).await.unwrap();
+        let t0 = Instant::now() + voice.first_audio;
+        let (worst, frames) = ahead_of_playback(&mut p, t0, t0 + Duration::from_secs(60)).await;
+        assert_eq!(frames, 40, "every word of both sentences");
+        // At most the lead plus the longest word ("seventeen": 0.68 s).
+        assert!(worst <= Duration::from_millis(1200), "ran {worst:?} ahead");
+        assert!(
+            worst >= Duration::from_millis(500),
+            "paced, not starved: {worst:?}"
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_barge_in_resets_the_playout_model() {
+        let playout = Playout::default();
+        playout.add(0, Duration::from_secs(3));
+        assert_eq!(playout.ahead(), Duration::from_secs(3));
+        playout.reset(1);
+        assert_eq!(playout.ahead(), Duration::ZERO);
+        playout.add(0, Duration::from_secs(3)); // late audio of the old turn
+        assert_eq!(playout.ahead(), Duration::ZERO);
+        playout.add(1, Duration::from_millis(200));
+        tokio::time::advance(Duration::from_millis(50)).await;
+        assert_eq!(playout.ahead(), Duration::from_millis(150));
     }
 }

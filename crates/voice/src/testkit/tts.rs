@@ -1,7 +1,7 @@
 //! Mock TTS that speaks the [codec](super::codec).
 
 use crate::offline::timed::TimedStream as ScriptedStream;
-use crate::offline::{speak, CodecTts};
+use crate::offline::{CodecSpeech, CodecTts};
 use crate::stages::tts::{Tts, TtsError, TtsStream};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -63,7 +63,6 @@ impl Tts for MockTts {
             chars_per_second: self.chars_per_second,
             first_audio: self.first_audio,
         };
-        let items = speak(&voice, text);
-        Box::pin(ScriptedStream::new(items, on_end))
+        Box::pin(CodecSpeech::new(&voice, text).on_end(on_end))
     }
 }
