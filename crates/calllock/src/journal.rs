@@ -23,15 +23,47 @@ use agent::session::{Session, TranscriptEntry};
 use agent::State;
 use serde_json::{json, Value};
 use std::time::Duration;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::oneshot;
 
-enum Msg {
-    Event {
-        at: f64,
-        kind: &'static str,
-        data: Value,
-    },
-    Close(oneshot::Sender<JournalStats>),
+/// One event waiting to be written.
+struct Pending {
+    at: f64,
+    kind: &'static str,
+    data: Value,
+}
+
+/// What the call's handles hand to its writer. A plain queue rather than a
+/// channel: a channel keeps a block of slots allocated for as long as the
+/// call lives, this queue holds nothing while it is empty (a thousand live
+/// calls each have one).
+#[derive(Default)]
+struct Queue {
+    events: std::collections::VecDeque<Pending>,
+    /// [`Journal::close`] was called: the writer reports here when done.
+    close: Option<oneshot::Sender<JournalStats>>,
+    /// Every handle is gone.
+    dropped: bool,
+}
+
+struct Shared {
+    queue: std::sync::Mutex<Queue>,
+    wake: tokio::sync::Notify,
+}
+
+impl Shared {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Queue> {
+        self.queue.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// The handles' side; the writer learns when the last one is dropped.
+struct Handle(std::sync::Arc<Shared>);
+
+impl Drop for Handle {
+    fn drop(&mut self) {
+        self.0.lock().dropped = true;
+        self.0.wake.notify_one();
+    }
 }
 
 /// What the writer did.
@@ -48,8 +80,8 @@ pub struct JournalStats {
 /// The append side of one call's event log. Cheap to clone.
 #[derive(Clone)]
 pub struct Journal {
-    tx: mpsc::UnboundedSender<Msg>,
-    call_id: String,
+    handle: std::sync::Arc<Handle>,
+    call_id: std::sync::Arc<str>,
 }
 
 /// How long [`Journal::close`] waits for events still being written.
@@ -67,11 +99,14 @@ impl Journal {
         store
             .begin_call(call_id, phone, started_unix, instance)
             .await?;
-        let (tx, rx) = mpsc::unbounded_channel();
-        tokio::spawn(writer(store.clone(), call_id.to_string(), rx));
+        let shared = std::sync::Arc::new(Shared {
+            queue: Default::default(),
+            wake: tokio::sync::Notify::new(),
+        });
+        tokio::spawn(writer(store.clone(), call_id.to_string(), shared.clone()));
         Ok(Journal {
-            tx,
-            call_id: call_id.to_string(),
+            handle: std::sync::Arc::new(Handle(shared)),
+            call_id: call_id.into(),
         })
     }
 
@@ -81,55 +116,75 @@ impl Journal {
 
     /// Append one event (never blocks; written in order by the writer).
     pub fn record(&self, at_unix: f64, kind: &'static str, data: Value) {
-        let _ = self.tx.send(Msg::Event {
-            at: at_unix,
-            kind,
-            data,
-        });
+        let shared = &self.handle.0;
+        {
+            let mut q = shared.lock();
+            if q.close.is_some() {
+                return; // closed: nothing after the close
+            }
+            q.events.push_back(Pending {
+                at: at_unix,
+                kind,
+                data,
+            });
+        }
+        shared.wake.notify_one();
     }
 
     /// Wait until every recorded event is committed (at most
     /// [`CLOSE_DEADLINE`] while the database keeps failing).
     pub async fn close(self) -> JournalStats {
         let (tx, rx) = oneshot::channel();
-        if self.tx.send(Msg::Close(tx)).is_err() {
-            return JournalStats::default();
+        let shared = &self.handle.0;
+        {
+            let mut q = shared.lock();
+            if q.close.is_some() {
+                return JournalStats::default();
+            }
+            q.close = Some(tx);
         }
+        shared.wake.notify_one();
         rx.await.unwrap_or_default()
     }
 }
 
-async fn writer(store: store::Store, call_id: String, mut rx: mpsc::UnboundedReceiver<Msg>) {
+async fn writer(store: store::Store, call_id: String, shared: std::sync::Arc<Shared>) {
     let mut stats = JournalStats::default();
     let mut seq: i64 = 0;
     let mut closing: Option<(tokio::time::Instant, oneshot::Sender<JournalStats>)> = None;
-    let mut backlog: std::collections::VecDeque<(f64, &'static str, Value)> = Default::default();
+    let mut backlog: std::collections::VecDeque<Pending> = Default::default();
     loop {
+        // Take whatever is waiting, keeping order.
+        let gone = {
+            let mut q = shared.lock();
+            if backlog.is_empty() {
+                std::mem::swap(&mut backlog, &mut q.events);
+            } else {
+                backlog.extend(q.events.drain(..));
+            }
+            if let Some(done) = q.close.take() {
+                closing = Some((tokio::time::Instant::now() + CLOSE_DEADLINE, done));
+            }
+            q.dropped
+        };
         if backlog.is_empty() {
+            backlog = Default::default(); // give a burst's memory back
             if let Some((_, done)) = closing.take() {
                 let _ = done.send(stats);
                 return;
             }
-            match rx.recv().await {
-                Some(Msg::Event { at, kind, data }) => backlog.push_back((at, kind, data)),
-                Some(Msg::Close(done)) => {
-                    closing = Some((tokio::time::Instant::now() + CLOSE_DEADLINE, done))
-                }
-                None => return,
+            if gone {
+                return;
             }
-        }
-        // Take whatever else is waiting, keeping order.
-        while let Ok(m) = rx.try_recv() {
-            match m {
-                Msg::Event { at, kind, data } => backlog.push_back((at, kind, data)),
-                Msg::Close(done) => {
-                    closing = Some((tokio::time::Instant::now() + CLOSE_DEADLINE, done))
-                }
-            }
+            shared.wake.notified().await;
+            continue;
         }
         let mut delay = Duration::from_millis(10);
-        while let Some((at, kind, data)) = backlog.front() {
-            match store.append_event(&call_id, seq + 1, *at, kind, data).await {
+        while let Some(e) = backlog.front() {
+            // Boxed: the database call's state would otherwise be part of
+            // every call's idle writer task.
+            let append = Box::pin(store.append_event(&call_id, seq + 1, e.at, e.kind, &e.data));
+            match append.await {
                 Ok(()) => {
                     seq += 1;
                     stats.written += 1;
@@ -141,9 +196,15 @@ async fn writer(store: store::Store, call_id: String, mut rx: mpsc::UnboundedRec
                     if stats.retries == 1 || stats.retries % 100 == 0 {
                         tracing::warn!(call_id, error = %e, retries = stats.retries, "cannot write a call event yet; retrying");
                     }
+                    if closing.is_none() {
+                        if let Some(done) = shared.lock().close.take() {
+                            closing = Some((tokio::time::Instant::now() + CLOSE_DEADLINE, done));
+                        }
+                    }
                     if let Some((deadline, _)) = &closing {
                         if tokio::time::Instant::now() >= *deadline {
                             stats.lost += backlog.len() as u64;
+                            stats.lost += std::mem::take(&mut shared.lock().events).len() as u64;
                             tracing::error!(
                                 call_id,
                                 lost = stats.lost,
@@ -330,6 +391,42 @@ pub fn rebuild(call_id: &str, events: &[store::StoredEvent], started_unix: f64) 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn events_are_written_in_order_and_close_waits_for_them() {
+        let store = store::Store::open_in_memory().await.unwrap();
+        let j = Journal::begin(&store, "CA1", "+15125550142", 100.0, "test:1:0")
+            .await
+            .unwrap();
+        let other = j.clone();
+        for i in 0..200 {
+            let h = if i % 2 == 0 { &j } else { &other };
+            h.record(100.0 + f64::from(i), "caller", json!({ "n": i }));
+        }
+        drop(other);
+        let stats = j.clone().close().await;
+        assert_eq!(
+            stats,
+            JournalStats {
+                written: 200,
+                lost: 0,
+                retries: 0
+            }
+        );
+        j.record(400.0, "caller", json!({"n": "after close"}));
+        let events = store.events("CA1").await.unwrap();
+        let ns: Vec<i64> = events
+            .iter()
+            .map(|e| e.data["n"].as_i64().unwrap())
+            .collect();
+        assert_eq!(
+            ns,
+            (0..200).collect::<Vec<_>>(),
+            "in order, nothing after close"
+        );
+        let seqs: Vec<i64> = events.iter().map(|e| e.seq).collect();
+        assert_eq!(seqs, (1..=200).collect::<Vec<_>>());
+    }
 
     fn ev(seq: i64, at: f64, kind: &str, data: Value) -> store::StoredEvent {
         store::StoredEvent {

@@ -29,6 +29,28 @@ struct Queues {
     rx_closed: bool,
 }
 
+/// A queue that held a burst gives its memory back once it runs empty
+/// (a thousand live calls have a dozen inboxes each); up to this many
+/// slots are kept.
+const KEEP_CAPACITY: usize = 16;
+
+impl Queues {
+    /// The next frame, control first.
+    fn pop(&mut self) -> Option<(Frame, Lane)> {
+        fn taken(q: &mut VecDeque<Frame>) -> Option<Frame> {
+            let f = q.pop_front()?;
+            if q.is_empty() && q.capacity() > KEEP_CAPACITY {
+                q.shrink_to(KEEP_CAPACITY);
+            }
+            Some(f)
+        }
+        if let Some(f) = taken(&mut self.control) {
+            return Some((f, Lane::Control));
+        }
+        taken(&mut self.data).map(|f| (f, Lane::Data))
+    }
+}
+
 struct Shared {
     queues: Mutex<Queues>,
     capacity: usize,
@@ -210,16 +232,15 @@ impl Receiver {
     pub async fn recv_lane(&mut self) -> Option<(Frame, Lane)> {
         poll_fn(|cx| {
             let mut q = self.shared.lock();
-            if let Some(f) = q.control.pop_front() {
-                return Poll::Ready(Some((f, Lane::Control)));
-            }
-            if let Some(f) = q.data.pop_front() {
-                let wakers = std::mem::take(&mut q.tx_wakers);
-                drop(q);
-                for w in wakers {
-                    w.wake();
+            if let Some((f, lane)) = q.pop() {
+                if lane == Lane::Data {
+                    let wakers = std::mem::take(&mut q.tx_wakers);
+                    drop(q);
+                    for w in wakers {
+                        w.wake();
+                    }
                 }
-                return Poll::Ready(Some((f, Lane::Data)));
+                return Poll::Ready(Some((f, lane)));
             }
             if self.shared.senders.load(Ordering::Acquire) == 0 {
                 return Poll::Ready(None);
@@ -236,10 +257,10 @@ impl Receiver {
     /// The next frame if one is ready now.
     pub fn try_recv(&mut self) -> Option<Frame> {
         let mut q = self.shared.lock();
-        if let Some(f) = q.control.pop_front() {
+        let (f, lane) = q.pop()?;
+        if lane == Lane::Control {
             return Some(f);
         }
-        let f = q.data.pop_front()?;
         let wakers = std::mem::take(&mut q.tx_wakers);
         drop(q);
         for w in wakers {

@@ -237,8 +237,10 @@ pub(crate) async fn run_stage<S: Stage>(mut stage: S, wiring: Wiring) {
                     }
                     let sent = match next.try_send(f) {
                         Ok(()) => Ok(()),
+                        // The slow path is boxed: its state would otherwise
+                        // make every stage task of every call larger.
                         Err(crate::inbox::Closed(f)) => {
-                            send_waiting(next, f, &scope, &observe).await
+                            Box::pin(send_waiting(next, f, &scope, &observe)).await
                         }
                     };
                     if sent.is_err() {

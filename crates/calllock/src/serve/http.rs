@@ -198,11 +198,17 @@ pub(super) async fn twiml(
     twiml_response(body)
 }
 
-/// The WebSocket's read and write buffers. A Twilio message is ~300 bytes
-/// (20 ms of µ-law in base64 JSON); tungstenite's default of 128 KiB, which
-/// it zeroes on every read, would cost most of a call's memory. Larger
+/// The WebSocket's read buffer. A Twilio message is ~300 bytes (20 ms of
+/// µ-law in base64 JSON) and they arrive 20 ms apart, so a read rarely
+/// finds more than one; tungstenite's default of 128 KiB, which it zeroes
+/// on every read, would cost most of a call's memory (and received
+/// messages share the buffer's allocation while they live). Larger
 /// messages (up to the size limit) still arrive: the buffer grows for them.
-const SOCKET_BUFFER_BYTES: usize = 4 * 1024;
+const READ_BUFFER_BYTES: usize = 1024;
+
+/// Outgoing messages are written as they are sent (the writer flushes
+/// each one anyway): no write buffer to fill first.
+const WRITE_BUFFER_BYTES: usize = 0;
 
 /// `GET /ws/twilio`: one call per connection, once its signature holds.
 pub(super) async fn stream(
@@ -224,8 +230,8 @@ pub(super) async fn stream(
         return (StatusCode::SERVICE_UNAVAILABLE, "full").into_response();
     };
     ws.max_message_size(providers::twilio::media_streams::MAX_MESSAGE_BYTES)
-        .read_buffer_size(SOCKET_BUFFER_BYTES)
-        .write_buffer_size(SOCKET_BUFFER_BYTES)
+        .read_buffer_size(READ_BUFFER_BYTES)
+        .write_buffer_size(WRITE_BUFFER_BYTES)
         .on_upgrade(move |socket| super::twilio_call::run(app, socket, slot))
 }
 
