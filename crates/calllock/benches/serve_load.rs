@@ -10,8 +10,10 @@
 //! engine, tools and journal, LLM stage, sentence aggregation, TTS,
 //! resampling, paced playback with marks.
 //!
-//! Reported: the server's cores used (from /proc), CPU per call, RSS per
-//! call above the idle baseline; outbound pacing jitter as the server
+//! Reported: the server's cores used (from /proc), CPU per call, RSS above
+//! the idle baseline per *live* call (mid-run, when every call is live, and
+//! at the end, when the first calls have ended: their post-call work and
+//! the memory glibc keeps after it count there); outbound pacing jitter as the server
 //! measures it (how late each 20 ms frame left against its schedule, from
 //! `/health?verbose=1`) and as the phones saw it (how late each message
 //! arrived against a steady schedule — this includes the load generator's
@@ -244,12 +246,13 @@ fn main() {
         let wall_a = Instant::now();
         tokio::time::sleep(Duration::from_secs(a.seconds) / 2).await;
         let (_, rss_mid) = proc_usage(pid);
-        tokio::time::sleep_until(stop_at.into()).await;
+        let live_mid = server_health(&addr).await["live_calls"].as_u64().unwrap_or(0);
+        tokio::time::sleep_until((stop_at - Duration::from_millis(200)).into()).await;
         let (cpu_b, rss_b) = proc_usage(pid);
         let health = server_health(&addr).await;
         let wall = wall_a.elapsed().as_secs_f64();
         let cores = (cpu_b - cpu_a) / wall;
-        let rss = rss_mid.max(rss_b);
+        let live_end = health["live_calls"].as_u64().unwrap_or(0);
         let mut logs = Vec::new();
         for t in tasks {
             if let Ok(Some(l)) = t.await {
@@ -263,12 +266,15 @@ fn main() {
         );
         let n = logs.len().max(1) as f64;
         println!("calls completed: {} of {}", logs.len(), a.calls);
+        let per_call = |rss: u64, live: u64| rss.saturating_sub(rss0) as f64 / live.max(1) as f64;
         println!(
-            "server: {cores:.2} cores; {:.2} % of a core per call; RSS {} MiB ({} KiB idle), {:.1} KiB per call",
+            "server: {cores:.2} cores; {:.2} % of a core per call; RSS {} MiB ({} KiB idle), \
+             {:.1} KiB per live call mid-run ({live_mid} live), {:.1} KiB at the end ({live_end} live)",
             100.0 * cores / n,
-            rss / 1024,
+            rss_mid.max(rss_b) / 1024,
             rss0,
-            (rss.saturating_sub(rss0)) as f64 / n
+            per_call(rss_mid, live_mid),
+            per_call(rss_b, live_end),
         );
         println!(
             "server pacing over {} frames: late p50 < {} ms, p99 < {} ms, max {} ms; {} frames 20 ms late or more",
