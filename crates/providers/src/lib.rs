@@ -13,10 +13,12 @@
 //!   implementing `agent::backend::Backend`.
 //! * [`dashboard`]: the dashboard webhooks (SPEC §7.8, D-17 signatures).
 //! * [`twilio`]: Twilio Media Streams wire messages (sans-IO).
+//! * [`deepgram`]: Deepgram live speech-to-text.
 //! * `fake` (feature `testing`): loopback fake servers speaking the real
 //!   wire protocols, for tests.
 
 pub mod dashboard;
+pub mod deepgram;
 pub mod fallback;
 pub mod openai;
 pub mod probe;
