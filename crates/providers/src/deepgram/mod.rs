@@ -1,8 +1,16 @@
 //! Deepgram live speech-to-text (`wss://api.deepgram.com/v1/listen`).
 //!
 //! * [`listen`]: the socket's query and messages (sans-IO).
+//! * [`live`]: the socket of one call (keep-alive, finalize, reconnect with
+//!   replay, close).
+//! * `fake` (feature `testing`): a loopback Deepgram that transcribes the
+//!   offline speech codec, with faults for the fault tests.
 //! * [`utterances`]: one caller utterance from Deepgram's interim and final
 //!   segments, `speech_final`, `UtteranceEnd` and `Finalize` (sans-IO).
 
 pub mod listen;
+pub mod live;
 pub mod utterances;
+
+#[cfg(feature = "testing")]
+pub mod fake;

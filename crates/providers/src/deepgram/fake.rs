@@ -1,0 +1,414 @@
+//! A loopback Deepgram live endpoint for tests (feature `testing`).
+//!
+//! It speaks the real protocol — a WebSocket at `/v1/listen` with the
+//! `Authorization: Token …` header, binary µ-law audio up, JSON results
+//! down — and "recognises" the offline speech codec
+//! (`voice::offline::codec`): the words a test phone speaks are the words
+//! it transcribes. Timing follows the audio, not the wall clock (20 ms per
+//! 160-byte frame), so tests may send audio faster than real time:
+//!
+//! * an interim `Results` after every word; a final one every
+//!   [`FakeBehaviour::final_every_words`] words;
+//! * after 500 ms of silence a final segment with `speech_final` (unless
+//!   [`FakeBehaviour::speech_final`] is off), then `UtteranceEnd` after
+//!   1 s without a word;
+//! * `Finalize` → the pending words as a final `from_finalize` segment;
+//!   `CloseStream` → the rest, `Metadata`, close;
+//! * an empty final segment every 2 s of silence (as Deepgram does);
+//! * an empty binary frame closes the socket (Deepgram reads it as a
+//!   broken stream), and so do 10 s without any message (1011
+//!   `NET-0001`).
+//!
+//! Faults for the fault tests: refuse the handshake, drop the first socket
+//! without a close frame after some words, never finalize with
+//! `speech_final`, or hear but never transcribe.
+
+use super::listen::{self, ClientMessage, Segment};
+use futures_util::{SinkExt, StreamExt};
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::task::JoinSet;
+use tokio_tungstenite::tungstenite::handshake::server::{ErrorResponse, Request, Response};
+use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
+use tokio_tungstenite::tungstenite::protocol::CloseFrame;
+use tokio_tungstenite::tungstenite::Message;
+use voice::offline::codec::{decode_mulaw, Decoded, FRAME_SAMPLES_8K};
+
+/// How the fake behaves (shared by every socket it accepts).
+#[derive(Debug, Clone)]
+pub struct FakeBehaviour {
+    /// The key a client must present (`Authorization: Token <key>`).
+    pub key: String,
+    /// Refuse every handshake with this HTTP status.
+    pub refuse: Option<u16>,
+    /// Drop the first socket (no close frame) once it heard this many words.
+    pub drop_after_words: Option<usize>,
+    /// Finalize on 500 ms of silence with `speech_final` (Deepgram's
+    /// endpointing); off: only `UtteranceEnd` ends an utterance.
+    pub speech_final: bool,
+    /// Hear audio but never send a transcript.
+    pub silent: bool,
+    /// A final segment every this many words.
+    pub final_every_words: usize,
+}
+
+impl Default for FakeBehaviour {
+    fn default() -> Self {
+        FakeBehaviour {
+            key: "test-key".into(),
+            refuse: None,
+            drop_after_words: None,
+            speech_final: true,
+            silent: false,
+            final_every_words: 3,
+        }
+    }
+}
+
+/// What the fake saw.
+#[derive(Debug, Clone, Default)]
+pub struct FakeLog {
+    /// Sockets opened (handshakes accepted).
+    pub connections: usize,
+    /// Handshakes refused.
+    pub refused: usize,
+    /// The request paths with their queries.
+    pub queries: Vec<String>,
+    pub binary_frames: usize,
+    pub empty_frames: usize,
+    pub keepalives: usize,
+    pub finalizes: usize,
+    pub close_streams: usize,
+    /// Every word heard in the audio, over all sockets, in order.
+    pub words_heard: Vec<String>,
+}
+
+struct Shared {
+    behaviour: Mutex<FakeBehaviour>,
+    log: Mutex<FakeLog>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// A running fake; stops when dropped.
+pub struct FakeDeepgram {
+    addr: SocketAddr,
+    shared: Arc<Shared>,
+    server: tokio::task::JoinHandle<()>,
+}
+
+impl FakeDeepgram {
+    /// Listen on 127.0.0.1 (a free port).
+    ///
+    /// # Panics
+    /// If no loopback port can be bound.
+    pub async fn start(behaviour: FakeBehaviour) -> FakeDeepgram {
+        let listener = match TcpListener::bind("127.0.0.1:0").await {
+            Ok(l) => l,
+            Err(e) => panic!("FakeDeepgram: cannot listen on 127.0.0.1: {e}"),
+        };
+        let addr = match listener.local_addr() {
+            Ok(a) => a,
+            Err(e) => panic!("FakeDeepgram: no local address: {e}"),
+        };
+        let shared = Arc::new(Shared {
+            behaviour: Mutex::new(behaviour),
+            log: Mutex::new(FakeLog::default()),
+        });
+        let server = tokio::spawn(accept_loop(listener, shared.clone()));
+        FakeDeepgram {
+            addr,
+            shared,
+            server,
+        }
+    }
+
+    /// The base URL to configure a client with: `ws://127.0.0.1:PORT`.
+    pub fn base_url(&self) -> String {
+        format!("ws://{}", self.addr)
+    }
+
+    /// What the fake saw so far.
+    pub fn log(&self) -> FakeLog {
+        lock(&self.shared.log).clone()
+    }
+
+    /// Change the behaviour for the sockets accepted from now on.
+    pub fn set_behaviour(&self, b: FakeBehaviour) {
+        *lock(&self.shared.behaviour) = b;
+    }
+}
+
+impl Drop for FakeDeepgram {
+    fn drop(&mut self) {
+        self.server.abort();
+    }
+}
+
+async fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
+    let mut conns = JoinSet::new();
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => { conns.spawn(serve(stream, shared.clone())); }
+                Err(_) => tokio::time::sleep(Duration::from_millis(10)).await,
+            },
+            Some(_) = conns.join_next(), if !conns.is_empty() => {}
+        }
+    }
+}
+
+// The handshake callback's error type is tungstenite's (an HTTP response).
+#[allow(clippy::result_large_err)]
+async fn serve(stream: TcpStream, shared: Arc<Shared>) {
+    let behaviour = lock(&shared.behaviour).clone();
+    let check = |req: &Request, resp: Response| -> Result<Response, ErrorResponse> {
+        let refuse = |status: u16, why: &str| {
+            let mut r = ErrorResponse::new(Some(why.to_string()));
+            *r.status_mut() = http_status(status)
+                .unwrap_or(tokio_tungstenite::tungstenite::http::StatusCode::FORBIDDEN);
+            if let Ok(v) = why.parse() {
+                r.headers_mut().insert("dg-error", v);
+            }
+            Err(r)
+        };
+        let path = req
+            .uri()
+            .path_and_query()
+            .map(|p| p.as_str().to_string())
+            .unwrap_or_default();
+        if let Some(status) = behaviour.refuse {
+            lock(&shared.log).refused += 1;
+            return refuse(status, "refused by the fake");
+        }
+        let auth = req
+            .headers()
+            .get("Authorization")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("");
+        if auth != format!("Token {}", behaviour.key) || !path.starts_with("/v1/listen") {
+            lock(&shared.log).refused += 1;
+            return refuse(401, "Invalid credentials.");
+        }
+        let mut log = lock(&shared.log);
+        log.connections += 1;
+        log.queries.push(path);
+        Ok(resp)
+    };
+    let Ok(ws) = tokio_tungstenite::accept_hdr_async(stream, check).await else {
+        return;
+    };
+    let first_socket = lock(&shared.log).connections == 1;
+    let (mut tx, mut rx) = ws.split();
+    let mut ear = Ear::new(behaviour.clone());
+    let mut words_this_socket = 0usize;
+    loop {
+        let msg = match tokio::time::timeout(Duration::from_secs(10), rx.next()).await {
+            Err(_) => {
+                let _ = tx
+                    .send(Message::Close(Some(CloseFrame {
+                        code: CloseCode::Error,
+                        reason: "NET-0001".into(),
+                    })))
+                    .await;
+                return;
+            }
+            Ok(None) | Ok(Some(Err(_))) => return,
+            Ok(Some(Ok(m))) => m,
+        };
+        let out = match msg {
+            Message::Binary(b) => {
+                {
+                    let mut log = lock(&shared.log);
+                    log.binary_frames += 1;
+                    if b.is_empty() {
+                        log.empty_frames += 1;
+                    }
+                }
+                if b.is_empty() {
+                    let _ = tx
+                        .send(Message::Close(Some(CloseFrame {
+                            code: CloseCode::Protocol,
+                            reason: "DATA-0000".into(),
+                        })))
+                        .await;
+                    return;
+                }
+                let (out, words) = ear.hear(&b);
+                words_this_socket += words.len();
+                lock(&shared.log).words_heard.extend(words);
+                if first_socket
+                    && behaviour
+                        .drop_after_words
+                        .is_some_and(|n| words_this_socket >= n)
+                {
+                    return; // gone without a close frame (1006 for the client)
+                }
+                out
+            }
+            Message::Text(t) => match listen::parse_client(t.as_str()) {
+                ClientMessage::KeepAlive => {
+                    lock(&shared.log).keepalives += 1;
+                    Vec::new()
+                }
+                ClientMessage::Finalize => {
+                    lock(&shared.log).finalizes += 1;
+                    ear.finalize()
+                }
+                ClientMessage::CloseStream => {
+                    lock(&shared.log).close_streams += 1;
+                    let mut out = ear.close();
+                    out.push(listen::metadata_message("fake-request", ear.t));
+                    for m in out {
+                        let _ = tx.send(Message::text(m)).await;
+                    }
+                    let _ = tx.send(Message::Close(None)).await;
+                    return;
+                }
+                ClientMessage::Unknown => vec![serde_json::json!({"type": "Error",
+                    "variant": "SchemaError", "description": "Could not deserialize last text message"})
+                .to_string()],
+            },
+            Message::Close(_) => return,
+            _ => Vec::new(),
+        };
+        for m in out {
+            if tx.send(Message::text(m)).await.is_err() {
+                return;
+            }
+        }
+    }
+}
+
+fn http_status(code: u16) -> Option<tokio_tungstenite::tungstenite::http::StatusCode> {
+    tokio_tungstenite::tungstenite::http::StatusCode::from_u16(code).ok()
+}
+
+/// The fake's recogniser: codec words in, Deepgram messages out.
+struct Ear {
+    b: FakeBehaviour,
+    /// Audio time of this socket (s).
+    t: f64,
+    pending: Vec<u8>,
+    /// Words since the last final segment, and where that segment starts.
+    words: Vec<String>,
+    seg_start: f64,
+    /// Words since the last `UtteranceEnd` (one per utterance).
+    utterance_words: bool,
+    /// Words since the last `speech_final`.
+    endpoint_open: bool,
+    last_word_end: f64,
+    silence: f64,
+    /// Silence already acknowledged with an empty final segment.
+    acked_silence: f64,
+}
+
+impl Ear {
+    fn new(b: FakeBehaviour) -> Self {
+        Ear {
+            b,
+            t: 0.0,
+            pending: Vec::new(),
+            words: Vec::new(),
+            seg_start: 0.0,
+            utterance_words: false,
+            endpoint_open: false,
+            last_word_end: 0.0,
+            silence: 0.0,
+            acked_silence: 0.0,
+        }
+    }
+
+    fn segment(&mut self, is_final: bool, speech_final: bool, from_finalize: bool) -> String {
+        let seg = Segment {
+            transcript: self.words.join(" "),
+            is_final,
+            speech_final,
+            from_finalize,
+            start: self.seg_start,
+            duration: (self.t - self.seg_start).max(0.0),
+        };
+        if is_final {
+            self.words.clear();
+            self.seg_start = self.t;
+        }
+        listen::results_message(&seg, "fake-request")
+    }
+
+    /// Audio in; messages out and the words heard.
+    fn hear(&mut self, ulaw: &[u8]) -> (Vec<String>, Vec<String>) {
+        self.pending.extend_from_slice(ulaw);
+        let mut out = Vec::new();
+        let mut heard = Vec::new();
+        while self.pending.len() >= FRAME_SAMPLES_8K {
+            let frame: Vec<u8> = self.pending.drain(..FRAME_SAMPLES_8K).collect();
+            self.t += 0.02;
+            match decode_mulaw(&frame) {
+                Decoded::Word(w) => {
+                    heard.push(w.clone());
+                    self.silence = 0.0;
+                    self.acked_silence = 0.0;
+                    if self.b.silent {
+                        continue;
+                    }
+                    if self.words.is_empty() {
+                        self.seg_start = self.t - 0.02;
+                    }
+                    self.words.push(w);
+                    self.utterance_words = true;
+                    self.endpoint_open = true;
+                    self.last_word_end = self.t;
+                    if self.words.len() >= self.b.final_every_words.max(1) {
+                        out.push(self.segment(true, false, false));
+                    } else {
+                        out.push(self.segment(false, false, false));
+                    }
+                }
+                Decoded::Voice => self.silence = 0.0,
+                Decoded::Silence => {
+                    self.silence += 0.02;
+                    if self.b.silent {
+                        continue;
+                    }
+                    if self.silence >= 0.5 - 1e-9 {
+                        if self.b.speech_final && self.endpoint_open {
+                            // Endpointing: the segment up to the pause,
+                            // empty when its words were already final.
+                            self.endpoint_open = false;
+                            out.push(self.segment(true, true, false));
+                        } else if !self.words.is_empty() {
+                            out.push(self.segment(true, false, false));
+                        }
+                    }
+                    if self.utterance_words && self.silence >= 1.0 - 1e-9 {
+                        self.utterance_words = false;
+                        out.push(listen::utterance_end_message(self.last_word_end));
+                    }
+                    if self.words.is_empty() && self.silence - self.acked_silence >= 2.0 - 1e-9 {
+                        self.acked_silence = self.silence;
+                        out.push(self.segment(true, false, false));
+                    }
+                }
+            }
+        }
+        (out, heard)
+    }
+
+    fn finalize(&mut self) -> Vec<String> {
+        if self.b.silent || self.words.is_empty() {
+            return Vec::new(); // an answer is not guaranteed
+        }
+        vec![self.segment(true, false, true)]
+    }
+
+    fn close(&mut self) -> Vec<String> {
+        if self.b.silent || self.words.is_empty() {
+            return Vec::new();
+        }
+        vec![self.segment(true, true, false)]
+    }
+}

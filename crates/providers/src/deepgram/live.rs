@@ -1,0 +1,495 @@
+//! The live transcription socket of one call: audio up, utterances down.
+//!
+//! [`spawn`] starts a task that owns the socket; the call talks to it
+//! through a [`LiveHandle`] (audio, `Finalize`, close — never waiting) and
+//! hears back [`LiveEvent`]s. The task keeps the socket healthy the way
+//! Deepgram asks:
+//!
+//! * audio goes up as binary frames as it comes (Twilio's µ-law as is);
+//!   an empty frame is never sent (Deepgram reads it as a broken stream);
+//! * whenever audio pauses for [`LiveConfig::keepalive_every`] (a muted
+//!   call, a long tool call), a `KeepAlive` text frame goes instead, so
+//!   Deepgram's 10-second rule never closes the socket;
+//! * a `Finalize` is answered or, after [`LiveConfig::finalize_wait`], the
+//!   words heard so far are taken as they are (an answer is not
+//!   guaranteed);
+//! * a socket that drops mid-call (1011, 1006, a reset) is reopened with
+//!   backoff, and the audio Deepgram had not yet covered with final
+//!   results — at most [`LiveConfig::replay_limit`] of it — is sent again,
+//!   so no words are lost; a refused handshake (bad key, any 4xx) is final:
+//!   [`LiveEvent::Failed`], and the call goes on without Deepgram;
+//! * at the end, `CloseStream`, the last results (bounded), then close.
+
+use super::listen::{self, ListenOptions, ServerMessage, CLOSE_STREAM, FINALIZE, KEEP_ALIVE};
+use super::utterances::{Heard, Utterances};
+use bytes::Bytes;
+use futures_util::{SinkExt, StreamExt};
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
+use tokio_tungstenite::tungstenite::{self, Message};
+
+/// µ-law bytes per second (8 kHz, one byte a sample).
+const BYTES_PER_S: f64 = 8000.0;
+
+/// How one call's socket is opened and kept.
+#[derive(Clone)]
+pub struct LiveConfig {
+    /// `wss://api.deepgram.com` (or a fake's `ws://127.0.0.1:port`).
+    pub base_url: String,
+    pub api_key: String,
+    pub options: ListenOptions,
+    /// Send `KeepAlive` after this long without audio.
+    pub keepalive_every: Duration,
+    /// How long an answer to `Finalize` is waited for.
+    pub finalize_wait: Duration,
+    /// Audio kept for a replay after a reconnect.
+    pub replay_limit: Duration,
+    /// Waits between reconnect attempts (their count is the attempts).
+    pub backoff: Vec<Duration>,
+    /// One attempt to open the socket.
+    pub connect_timeout: Duration,
+    /// How long the last results are waited for after `CloseStream`.
+    pub close_wait: Duration,
+}
+
+impl std::fmt::Debug for LiveConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LiveConfig")
+            .field("base_url", &self.base_url)
+            .field("api_key", &"<hidden>")
+            .field("options", &self.options)
+            .finish_non_exhaustive()
+    }
+}
+
+impl LiveConfig {
+    /// Deepgram's defaults for `api_key` at `base_url`.
+    pub fn new(base_url: impl Into<String>, api_key: impl Into<String>) -> Self {
+        LiveConfig {
+            base_url: base_url.into(),
+            api_key: api_key.into(),
+            options: ListenOptions::default(),
+            keepalive_every: Duration::from_secs(4),
+            finalize_wait: Duration::from_millis(400),
+            replay_limit: Duration::from_secs(10),
+            backoff: [100, 250, 500, 1000, 2000]
+                .into_iter()
+                .map(Duration::from_millis)
+                .collect(),
+            connect_timeout: Duration::from_secs(5),
+            close_wait: Duration::from_secs(2),
+        }
+    }
+}
+
+/// What the socket task tells the call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LiveEvent {
+    Heard(Heard),
+    /// The socket dropped and was reopened (the unacknowledged audio was
+    /// sent again).
+    Reconnected {
+        attempt: usize,
+    },
+    /// Deepgram is unusable for this call (refused, or every reconnect
+    /// failed): nothing more will be heard from it.
+    Failed(String),
+}
+
+enum Command {
+    Audio(Bytes),
+    Finalize,
+}
+
+/// The call's side of the socket task. Dropping it closes the stream
+/// (`CloseStream`, last results, close).
+pub struct LiveHandle {
+    tx: mpsc::UnboundedSender<Command>,
+}
+
+impl LiveHandle {
+    /// Caller audio (8 kHz µ-law). Empty audio is ignored.
+    pub fn audio(&self, ulaw: Bytes) {
+        if !ulaw.is_empty() {
+            let _ = self.tx.send(Command::Audio(ulaw));
+        }
+    }
+
+    /// Ask Deepgram for the final results of what it heard so far.
+    pub fn finalize(&self) {
+        let _ = self.tx.send(Command::Finalize);
+    }
+}
+
+/// Start the socket task of one call; events arrive on the receiver until
+/// the handle is dropped and the stream is closed (or `Failed`).
+pub fn spawn(cfg: LiveConfig) -> (LiveHandle, mpsc::UnboundedReceiver<LiveEvent>) {
+    let (tx, rx) = mpsc::unbounded_channel();
+    let (ev_tx, ev_rx) = mpsc::unbounded_channel();
+    tokio::spawn(run(cfg, rx, ev_tx));
+    (LiveHandle { tx }, ev_rx)
+}
+
+/// The audio sent, kept until Deepgram covers it with final results.
+#[derive(Default)]
+struct Replay {
+    bytes: VecDeque<u8>,
+    /// Call-clock seconds of `bytes[0]`.
+    start: f64,
+}
+
+impl Replay {
+    fn push(&mut self, audio: &[u8], limit: Duration) {
+        self.bytes.extend(audio);
+        let max = (limit.as_secs_f64() * BYTES_PER_S) as usize;
+        if self.bytes.len() > max {
+            let drop = self.bytes.len() - max;
+            self.bytes.drain(..drop);
+            self.start += drop as f64 / BYTES_PER_S;
+        }
+    }
+
+    /// Forget what Deepgram covered up to `t` seconds.
+    fn acknowledge(&mut self, t: f64) {
+        if t <= self.start {
+            return;
+        }
+        let n = (((t - self.start) * BYTES_PER_S) as usize).min(self.bytes.len());
+        self.bytes.drain(..n);
+        self.start += n as f64 / BYTES_PER_S;
+        if self.bytes.is_empty() && self.bytes.capacity() > 4096 {
+            self.bytes = VecDeque::new();
+        }
+    }
+}
+
+type Socket =
+    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+
+/// Why a connection attempt failed.
+enum ConnectError {
+    /// Deepgram said no (4xx): do not try again.
+    Refused(String),
+    /// Anything else: try again.
+    Transient(String),
+}
+
+fn tls() -> Arc<rustls::ClientConfig> {
+    let roots = rustls::RootCertStore {
+        roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
+    };
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let config = match rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+    {
+        Ok(b) => b.with_root_certificates(roots).with_no_client_auth(),
+        // The ring provider supports the default versions; never reached.
+        Err(_) => rustls::ClientConfig::builder()
+            .with_root_certificates(rustls::RootCertStore::empty())
+            .with_no_client_auth(),
+    };
+    Arc::new(config)
+}
+
+async fn connect(cfg: &LiveConfig) -> Result<Socket, ConnectError> {
+    let url = cfg.options.url(&cfg.base_url);
+    let mut req = url
+        .as_str()
+        .into_client_request()
+        .map_err(|e| ConnectError::Refused(format!("bad Deepgram URL: {e}")))?;
+    let auth = format!("Token {}", cfg.api_key)
+        .parse()
+        .map_err(|_| ConnectError::Refused("the Deepgram key is not a valid header".into()))?;
+    req.headers_mut().insert("Authorization", auth);
+    let ws = WebSocketConfig::default()
+        .read_buffer_size(4096)
+        .write_buffer_size(0)
+        .max_message_size(Some(listen::MAX_MESSAGE_BYTES));
+    let attempt = tokio_tungstenite::connect_async_tls_with_config(
+        req,
+        Some(ws),
+        true,
+        Some(tokio_tungstenite::Connector::Rustls(tls())),
+    );
+    match tokio::time::timeout(cfg.connect_timeout, attempt).await {
+        Err(_) => Err(ConnectError::Transient("connect timed out".into())),
+        Ok(Ok((socket, _))) => Ok(socket),
+        Ok(Err(tungstenite::Error::Http(resp))) => {
+            let status = resp.status();
+            let why = resp
+                .headers()
+                .get("dg-error")
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or("")
+                .to_string();
+            let msg = format!("Deepgram refused the socket: HTTP {status} {why}");
+            if status.is_client_error() {
+                Err(ConnectError::Refused(msg.trim().to_string()))
+            } else {
+                Err(ConnectError::Transient(msg.trim().to_string()))
+            }
+        }
+        Ok(Err(e)) => Err(ConnectError::Transient(e.to_string())),
+    }
+}
+
+/// How one socket's life ended.
+enum SocketEnd {
+    /// The call closed the stream: done.
+    Closed,
+    /// The socket dropped: reconnect.
+    Dropped(String),
+}
+
+struct Task {
+    cfg: LiveConfig,
+    rx: mpsc::UnboundedReceiver<Command>,
+    events: mpsc::UnboundedSender<LiveEvent>,
+    utterances: Utterances,
+    replay: Replay,
+    /// Call-clock seconds of audio received from the call.
+    received: f64,
+}
+
+async fn run(
+    cfg: LiveConfig,
+    rx: mpsc::UnboundedReceiver<Command>,
+    events: mpsc::UnboundedSender<LiveEvent>,
+) {
+    let mut task = Task {
+        utterances: Utterances::new(cfg.finalize_wait),
+        cfg,
+        rx,
+        events,
+        replay: Replay::default(),
+        received: 0.0,
+    };
+    let mut failures = 0usize;
+    let mut reconnecting = false;
+    loop {
+        let socket = match connect(&task.cfg).await {
+            Ok(s) => s,
+            Err(ConnectError::Refused(why)) => {
+                tracing::error!(error = %why, "Deepgram STT unusable for this call");
+                task.fail(why);
+                return;
+            }
+            Err(ConnectError::Transient(why)) => {
+                let Some(wait) = task.cfg.backoff.get(failures).copied() else {
+                    let why = format!("Deepgram unreachable after {failures} retries: {why}");
+                    tracing::error!(error = %why, "Deepgram STT unusable for this call");
+                    task.fail(why);
+                    return;
+                };
+                failures += 1;
+                tracing::warn!(error = %why, attempt = failures, "Deepgram connect failed; retrying");
+                // Keep the audio that arrives meanwhile for the replay.
+                if task.wait_buffering(wait).await {
+                    task.finish_offline();
+                    return;
+                }
+                continue;
+            }
+        };
+        if reconnecting {
+            let _ = task.events.send(LiveEvent::Reconnected {
+                attempt: failures.max(1),
+            });
+        }
+        match task.serve(socket).await {
+            SocketEnd::Closed => return,
+            SocketEnd::Dropped(why) => {
+                tracing::warn!(error = %why, "Deepgram socket dropped mid-call; reconnecting");
+                reconnecting = true;
+                failures = 0;
+            }
+        }
+    }
+}
+
+impl Task {
+    fn emit(&self, heard: Heard) {
+        let _ = self.events.send(LiveEvent::Heard(heard));
+    }
+
+    /// Give up on Deepgram: what it heard is delivered, then `Failed`.
+    fn fail(&mut self, why: String) {
+        if let Some(h) = self.utterances.flush() {
+            self.emit(h);
+        }
+        let _ = self.events.send(LiveEvent::Failed(why));
+    }
+
+    /// The call closed while no socket was open.
+    fn finish_offline(&mut self) {
+        if let Some(h) = self.utterances.flush() {
+            self.emit(h);
+        }
+    }
+
+    fn take_audio(&mut self, audio: &[u8]) {
+        self.received += audio.len() as f64 / BYTES_PER_S;
+        self.replay.push(audio, self.cfg.replay_limit);
+    }
+
+    /// Wait `wait`, keeping audio for the replay; true if the call closed.
+    async fn wait_buffering(&mut self, wait: Duration) -> bool {
+        let until = Instant::now() + wait;
+        loop {
+            tokio::select! {
+                _ = tokio::time::sleep_until(until) => return false,
+                cmd = self.rx.recv() => match cmd {
+                    Some(Command::Audio(a)) => self.take_audio(&a),
+                    Some(Command::Finalize) => {}
+                    None => return true,
+                },
+            }
+        }
+    }
+
+    /// Run one open socket until the call closes or the socket drops.
+    async fn serve(&mut self, socket: Socket) -> SocketEnd {
+        let (mut tx, mut rx) = socket.split();
+        // This socket's audio starts where Deepgram's coverage ended.
+        let offset = self.replay.start;
+        if !self.replay.bytes.is_empty() {
+            let (a, b) = self.replay.bytes.as_slices();
+            let mut again = Vec::with_capacity(a.len() + b.len());
+            again.extend_from_slice(a);
+            again.extend_from_slice(b);
+            for chunk in again.chunks(3200) {
+                if let Err(e) = tx
+                    .send(Message::Binary(Bytes::copy_from_slice(chunk)))
+                    .await
+                {
+                    return SocketEnd::Dropped(e.to_string());
+                }
+            }
+        }
+        let mut last_sent = Instant::now();
+        loop {
+            let keepalive_at = last_sent + self.cfg.keepalive_every;
+            let deadline = self.utterances.deadline();
+            tokio::select! {
+                cmd = self.rx.recv() => match cmd {
+                    Some(Command::Audio(a)) => {
+                        self.take_audio(&a);
+                        if let Err(e) = tx.send(Message::Binary(a)).await {
+                            return SocketEnd::Dropped(e.to_string());
+                        }
+                        last_sent = Instant::now();
+                    }
+                    Some(Command::Finalize) => {
+                        if let Err(e) = tx.send(Message::text(FINALIZE)).await {
+                            return SocketEnd::Dropped(e.to_string());
+                        }
+                        self.utterances.finalize_sent(Instant::now());
+                        last_sent = Instant::now();
+                    }
+                    None => {
+                        self.close(&mut tx, &mut rx, offset).await;
+                        return SocketEnd::Closed;
+                    }
+                },
+                msg = rx.next() => match msg {
+                    Some(Ok(Message::Text(t))) => self.on_text(t.as_str(), offset),
+                    Some(Ok(Message::Close(frame))) => {
+                        let why = frame.map_or("closed".to_string(), |f| format!("{} {}", f.code, f.reason));
+                        return SocketEnd::Dropped(why);
+                    }
+                    Some(Ok(_)) => {}
+                    Some(Err(e)) => return SocketEnd::Dropped(e.to_string()),
+                    None => return SocketEnd::Dropped("socket ended".into()),
+                },
+                _ = tokio::time::sleep_until(keepalive_at) => {
+                    if let Err(e) = tx.send(Message::text(KEEP_ALIVE)).await {
+                        return SocketEnd::Dropped(e.to_string());
+                    }
+                    last_sent = Instant::now();
+                }
+                _ = sleep_until_some(deadline) => {
+                    if let Some(h) = self.utterances.on_deadline(Instant::now()) {
+                        self.emit(h);
+                    }
+                }
+            }
+        }
+    }
+
+    fn on_text(&mut self, text: &str, offset: f64) {
+        match listen::parse(text) {
+            Ok(ServerMessage::Error { description }) => {
+                tracing::warn!(error = %description, "Deepgram reported an error");
+            }
+            Ok(msg) => {
+                for h in self.utterances.on_message(&msg, offset) {
+                    self.emit(h);
+                }
+                self.replay.acknowledge(self.utterances.acknowledged());
+            }
+            Err(e) => tracing::warn!(error = %e, "Deepgram message ignored"),
+        }
+    }
+
+    /// `CloseStream`, then the last results until Deepgram closes (bounded).
+    async fn close(
+        &mut self,
+        tx: &mut futures_util::stream::SplitSink<Socket, Message>,
+        rx: &mut futures_util::stream::SplitStream<Socket>,
+        offset: f64,
+    ) {
+        if tx.send(Message::text(CLOSE_STREAM)).await.is_ok() {
+            let until = Instant::now() + self.cfg.close_wait;
+            loop {
+                match tokio::time::timeout_at(until, rx.next()).await {
+                    Ok(Some(Ok(Message::Text(t)))) => self.on_text(t.as_str(), offset),
+                    Ok(Some(Ok(Message::Close(_)))) | Ok(None) | Ok(Some(Err(_))) | Err(_) => break,
+                    Ok(Some(Ok(_))) => {}
+                }
+            }
+        }
+        let _ = tx.close().await;
+        if let Some(h) = self.utterances.flush() {
+            self.emit(h);
+        }
+    }
+}
+
+async fn sleep_until_some(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn replay_keeps_only_what_deepgram_has_not_covered() {
+        let mut r = Replay::default();
+        r.push(&[1u8; 8000], Duration::from_secs(10)); // 1 s
+        r.acknowledge(0.5);
+        assert_eq!(r.bytes.len(), 4000);
+        assert_eq!(r.start, 0.5);
+        r.acknowledge(0.25); // older: nothing
+        assert_eq!(r.bytes.len(), 4000);
+        r.push(&[2u8; 8000 * 12], Duration::from_secs(10));
+        assert_eq!(r.bytes.len(), 80_000, "at most the replay limit");
+        assert!((r.start - 3.5).abs() < 1e-9, "{}", r.start);
+        r.acknowledge(100.0);
+        assert!(r.bytes.is_empty());
+    }
+
+    #[test]
+    fn the_key_never_shows_in_debug_output() {
+        let cfg = LiveConfig::new("wss://api.deepgram.com", "dg-secret-key");
+        assert!(!format!("{cfg:?}").contains("dg-secret-key"));
+    }
+}

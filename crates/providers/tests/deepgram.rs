@@ -1,0 +1,180 @@
+//! The Deepgram live client against the loopback fake (real WebSockets,
+//! the real protocol): utterances from speech, options and key on the
+//! socket, keep-alive while audio pauses, `Finalize` bounded, a dropped
+//! socket reconnected with the unheard audio replayed, a refused key final,
+//! `CloseStream` at the end — and never an empty audio frame.
+
+use bytes::Bytes;
+use providers::deepgram::fake::{FakeBehaviour, FakeDeepgram};
+use providers::deepgram::live::{spawn, LiveConfig, LiveEvent, LiveHandle};
+use providers::deepgram::utterances::Heard;
+use std::time::Duration;
+use tokio::sync::mpsc::UnboundedReceiver;
+use voice::offline::codec::encode_mulaw;
+
+fn config(fake: &FakeDeepgram) -> LiveConfig {
+    let mut c = LiveConfig::new(fake.base_url(), "test-key");
+    c.options.keyterms = vec!["ACE Cooling".into()];
+    c
+}
+
+/// Speak `text` (codec speech) then `silence_ms` of silence, in 20 ms
+/// frames, as fast as the socket takes them.
+fn say(h: &LiveHandle, text: &str, silence_ms: usize) {
+    let (mut ulaw, _) = encode_mulaw(text, 15.0);
+    ulaw.extend(std::iter::repeat_n(0xFFu8, silence_ms * 8));
+    for chunk in ulaw.chunks(160) {
+        h.audio(Bytes::copy_from_slice(chunk));
+    }
+}
+
+/// Events until `n` finals arrived (or `wait` passed).
+async fn finals(
+    rx: &mut UnboundedReceiver<LiveEvent>,
+    n: usize,
+    wait: Duration,
+) -> (Vec<String>, Vec<LiveEvent>) {
+    let mut finals = Vec::new();
+    let mut all = Vec::new();
+    let until = tokio::time::Instant::now() + wait;
+    while finals.len() < n {
+        match tokio::time::timeout_at(until, rx.recv()).await {
+            Ok(Some(e)) => {
+                if let LiveEvent::Heard(Heard::Final(t)) = &e {
+                    finals.push(t.clone());
+                }
+                all.push(e);
+            }
+            _ => break,
+        }
+    }
+    (finals, all)
+}
+
+#[tokio::test]
+async fn speech_becomes_one_final_utterance_each_with_interims_between() {
+    let fake = FakeDeepgram::start(FakeBehaviour::default()).await;
+    let (h, mut rx) = spawn(config(&fake));
+    say(&h, "Hi, my AC stopped cooling last night", 700);
+    say(&h, "It's 78745", 700);
+    let (got, all) = finals(&mut rx, 2, Duration::from_secs(10)).await;
+    assert_eq!(got, ["Hi, my AC stopped cooling last night", "It's 78745"]);
+    assert!(
+        all.iter()
+            .any(|e| matches!(e, LiveEvent::Heard(Heard::Interim(t)) if t == "Hi, my AC")),
+        "interim text grows word by word: {all:?}"
+    );
+    let log = fake.log();
+    assert_eq!(log.connections, 1);
+    let q = &log.queries[0];
+    for p in [
+        "encoding=mulaw",
+        "sample_rate=8000",
+        "interim_results=true",
+        "endpointing=500",
+        "utterance_end_ms=1000",
+        "vad_events=true",
+        "model=nova-3",
+        "keyterm=ACE%20Cooling",
+    ] {
+        assert!(q.contains(p), "{p} not in {q}");
+    }
+    drop(h);
+    assert_eq!(rx.recv().await, None, "the task ends after the close");
+    let log = fake.log();
+    assert_eq!(log.close_streams, 1, "CloseStream at the end");
+    assert_eq!(log.empty_frames, 0);
+}
+
+#[tokio::test]
+async fn without_speech_final_utterance_end_ends_the_utterance() {
+    let fake = FakeDeepgram::start(FakeBehaviour {
+        speech_final: false,
+        ..FakeBehaviour::default()
+    })
+    .await;
+    let (h, mut rx) = spawn(config(&fake));
+    say(&h, "My name is Dana Fields", 1200);
+    let (got, _) = finals(&mut rx, 1, Duration::from_secs(10)).await;
+    assert_eq!(got, ["My name is Dana Fields"]);
+}
+
+#[tokio::test]
+async fn a_dropped_socket_is_reopened_and_no_word_is_lost() {
+    let fake = FakeDeepgram::start(FakeBehaviour {
+        drop_after_words: Some(4),
+        final_every_words: 2,
+        ..FakeBehaviour::default()
+    })
+    .await;
+    let (h, mut rx) = spawn(config(&fake));
+    say(&h, "It's 4329 Franklin Street in Austin", 800);
+    let (got, all) = finals(&mut rx, 1, Duration::from_secs(10)).await;
+    assert_eq!(got, ["It's 4329 Franklin Street in Austin"], "{all:?}");
+    assert!(all
+        .iter()
+        .any(|e| matches!(e, LiveEvent::Reconnected { .. })));
+    assert_eq!(fake.log().connections, 2);
+}
+
+#[tokio::test]
+async fn a_refused_key_is_final_and_said_once() {
+    let fake = FakeDeepgram::start(FakeBehaviour {
+        key: "another-key".into(),
+        ..FakeBehaviour::default()
+    })
+    .await;
+    let (h, mut rx) = spawn(config(&fake));
+    say(&h, "hello", 100);
+    let ev = tokio::time::timeout(Duration::from_secs(5), rx.recv())
+        .await
+        .expect("an answer");
+    match ev {
+        Some(LiveEvent::Failed(why)) => assert!(why.contains("401"), "{why}"),
+        other => panic!("expected Failed, got {other:?}"),
+    }
+    assert_eq!(rx.recv().await, None, "nothing after Failed");
+    assert_eq!(fake.log().refused, 1, "a 4xx is not retried");
+    drop(h);
+}
+
+#[tokio::test]
+async fn keep_alive_while_audio_pauses_and_never_an_empty_frame() {
+    let fake = FakeDeepgram::start(FakeBehaviour::default()).await;
+    let mut cfg = config(&fake);
+    cfg.keepalive_every = Duration::from_millis(150);
+    let (h, mut rx) = spawn(cfg);
+    h.audio(Bytes::new()); // ignored, never sent
+    say(&h, "one two", 0);
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    say(&h, "three", 600);
+    let (got, _) = finals(&mut rx, 1, Duration::from_secs(10)).await;
+    assert_eq!(got, ["one two three"]);
+    let log = fake.log();
+    assert!(log.keepalives >= 2, "{log:?}");
+    assert_eq!(log.empty_frames, 0);
+}
+
+#[tokio::test]
+async fn finalize_is_answered_or_the_words_are_taken_after_a_bounded_wait() {
+    let fake = FakeDeepgram::start(FakeBehaviour::default()).await;
+    let (h, mut rx) = spawn(config(&fake));
+    say(&h, "yes that's right", 0);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    h.finalize();
+    let (got, _) = finals(&mut rx, 1, Duration::from_secs(5)).await;
+    assert_eq!(got, ["yes that's right"]);
+    assert_eq!(fake.log().finalizes, 1);
+    // Words Deepgram never finalizes are taken at the end of the call.
+    let fake = FakeDeepgram::start(FakeBehaviour {
+        final_every_words: 10,
+        ..FakeBehaviour::default()
+    })
+    .await;
+    let (h, mut rx) = spawn(config(&fake));
+    say(&h, "I have to go", 0);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    drop(h);
+    let (got, _) = finals(&mut rx, 1, Duration::from_secs(5)).await;
+    assert_eq!(got, ["I have to go"]);
+}
