@@ -320,6 +320,53 @@ async fn a_booking_call_over_twilio_media_streams_matches_the_same_call_in_chat(
     s.server.stop().await;
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_booking_call_heard_through_deepgram() {
+    use providers::deepgram::fake::{FakeBehaviour, FakeDeepgram};
+    let dg = FakeDeepgram::start(FakeBehaviour::default()).await;
+    let s = serve_with(|c| {
+        c.deepgram.api_key = "test-key".into();
+        c.deepgram.url = dg.base_url();
+        c.serve.vad = "codec".into(); // the test phone speaks the codec
+    })
+    .await;
+    let mut c = Caller::call(&s.dial("+15125559876")).await;
+    let sid = c.sid();
+    let lines_said = booking_lines();
+    let (to_confirm, bye) = (&lines_said[..8], lines_said.last().unwrap());
+    for line in to_confirm {
+        c.turn(line).await;
+    }
+    c.until_said("all set").await;
+    c.turn(bye).await;
+    let log = c.finish().await;
+    assert!(!log.caller_hung_up, "the agent ended the call");
+    let rec = s.record(&sid).await;
+    assert_eq!(rec.booking_status, "confirmed", "{:#}", rec.record);
+    assert_eq!(rec.customer_name, "Dana Fields");
+    // Every caller line reached the record through Deepgram, once.
+    let user: Vec<String> = lines(&rec.transcript)
+        .into_iter()
+        .filter(|(r, _)| r == "user")
+        .map(|(_, t)| t)
+        .collect();
+    let want: Vec<String> = to_confirm.iter().chain([bye]).cloned().collect();
+    assert_eq!(user, want);
+    let heard = dg.log();
+    assert_eq!(heard.connections, 1, "{heard:?}");
+    assert!(
+        heard.queries[0].contains("keyterm=ACE%20Cooling"),
+        "{heard:?}"
+    );
+    assert_eq!(heard.empty_frames, 0);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while dg.log().close_streams == 0 {
+        assert!(Instant::now() < deadline, "no CloseStream at the end");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    s.server.stop().await;
+}
+
 fn twilio_rest(fake: &FakeHttp, call_sid: &str) -> String {
     let path = format!("/2010-04-01/Accounts/{ACCOUNT}/Calls/{call_sid}.json");
     fake.set(

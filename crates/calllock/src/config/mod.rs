@@ -11,7 +11,9 @@ use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
 mod serve;
+mod speech;
 pub use serve::{ServeSection, TwilioSection};
+pub use speech::DeepgramSection;
 
 /// Timing of the conversation engine (seconds).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -237,6 +239,7 @@ pub struct Config {
     pub outbox: OutboxSection,
     pub serve: ServeSection,
     pub twilio: TwilioSection,
+    pub deepgram: DeepgramSection,
 }
 
 impl Default for Config {
@@ -254,6 +257,7 @@ impl Default for Config {
             outbox: OutboxSection::default(),
             serve: ServeSection::default(),
             twilio: TwilioSection::default(),
+            deepgram: DeepgramSection::default(),
         }
     }
 }
@@ -302,6 +306,7 @@ impl Config {
                 ("backend", "api_key"),
                 ("dashboard", "webhook_secret"),
                 ("twilio", "auth_token"),
+                ("deepgram", "api_key"),
             ] {
                 if let Some(toml::Value::String(s)) =
                     t.get_mut(section).and_then(|x| x.get_mut(key))
@@ -533,6 +538,8 @@ pub fn load_from(path: Option<&Path>, env: &[(String, String)]) -> Result<Config
     }
     serve::apply_env(&mut cfg.serve, &mut cfg.twilio, &get, &mut problems);
     problems.extend(serve::problems(&cfg.serve, &cfg.twilio));
+    speech::apply_env(&mut cfg.deepgram, &get);
+    problems.extend(speech::problems(&cfg.deepgram));
     problems.extend(vendor_problems(&cfg));
     if problems.is_empty() {
         Ok(cfg)
@@ -712,6 +719,7 @@ trusted_proxy = false        # honour X-Forwarded-Proto/Host (only behind your o
 max_calls = 1000             # beyond: an apology and a callback
 shutdown_grace_s = 120.0     # live calls may finish this long after SIGTERM
 output_lead_ms = 100         # agent audio queued at Twilio ahead of playback
+vad = "auto"                 # "model" (real voices), "codec" (calllock dial), auto: by the STT
 
 # Twilio. Env: TWILIO_ACCOUNT_SID, TWILIO_AUTH_TOKEN, CALLLOCK_TWILIO_API_URL.
 [twilio]
@@ -720,6 +728,16 @@ auth_token = ""              # set: every request must carry a valid X-Twilio-Si
 api_url = "https://api.twilio.com"
 mark_interval_ms = 200       # what the caller heard is known to this precision
 hangup_wait_s = 5.0          # wait for the goodbye to finish playing, at most
+
+# Deepgram live speech-to-text: set api_key to hear callers through it
+# (empty: the offline speech codec). Env: DEEPGRAM_API_KEY,
+# CALLLOCK_DEEPGRAM_URL, CALLLOCK_DEEPGRAM_MODEL.
+[deepgram]
+api_key = ""
+url = "wss://api.deepgram.com"
+model = "nova-3"
+endpointing_ms = 500         # silence that ends an utterance
+utterance_end_ms = 1000      # ends it when noise keeps endpointing from firing
 "#;
 
 #[cfg(test)]

@@ -30,6 +30,11 @@ pub struct ServeSection {
     /// Agent audio handed to Twilio ahead of real time (its playout buffer
     /// never runs dry), milliseconds.
     pub output_lead_ms: u64,
+    /// How the caller's speech is detected (turn-taking, barge-in):
+    /// `"model"` (the earshot voice model: real voices), `"codec"` (the
+    /// offline speech codec that `calllock dial` speaks), or `"auto"`:
+    /// the model when a speech vendor hears the call, else the codec.
+    pub vad: String,
 }
 
 impl Default for ServeSection {
@@ -42,6 +47,7 @@ impl Default for ServeSection {
             max_calls: 1000,
             shutdown_grace_s: 120.0,
             output_lead_ms: 100,
+            vad: "auto".into(),
         }
     }
 }
@@ -148,6 +154,12 @@ pub(super) fn problems(serve: &ServeSection, twilio: &TwilioSection) -> Vec<Stri
         out.push(format!(
             "serve.output_lead_ms = {} must be at most 1000",
             serve.output_lead_ms
+        ));
+    }
+    if !matches!(serve.vad.as_str(), "auto" | "model" | "codec") {
+        out.push(format!(
+            "serve.vad = {:?} must be \"auto\", \"model\" or \"codec\"",
+            serve.vad
         ));
     }
     let a = twilio.api_url.trim();

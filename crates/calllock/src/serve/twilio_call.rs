@@ -192,7 +192,7 @@ impl Call {
         let mut session = Session::new(self.caller.clone());
         session.call_sid = self.call_id.clone();
         let engine = Engine::new(session, cfg.business.clone(), cfg.engine.engine_config());
-        let speech = super::speech::offline(&cfg);
+        let speech = super::speech::for_call(&cfg);
         let sink = TwilioSink::new(
             self.out.clone(),
             self.start.stream_sid.clone(),

@@ -482,7 +482,7 @@ mod tests {
         assert_eq!(r.bytes.len(), 4000);
         r.push(&[2u8; 8000 * 12], Duration::from_secs(10));
         assert_eq!(r.bytes.len(), 80_000, "at most the replay limit");
-        assert!((r.start - 3.5).abs() < 1e-9, "{}", r.start);
+        assert!((r.start - 3.0).abs() < 1e-9, "{}", r.start);
         r.acknowledge(100.0);
         assert!(r.bytes.is_empty());
     }

@@ -5,11 +5,13 @@
 //!   replay, close).
 //! * `fake` (feature `testing`): a loopback Deepgram that transcribes the
 //!   offline speech codec, with faults for the fault tests.
+//! * [`stt`]: Deepgram as the pipeline's speech-to-text.
 //! * [`utterances`]: one caller utterance from Deepgram's interim and final
 //!   segments, `speech_final`, `UtteranceEnd` and `Finalize` (sans-IO).
 
 pub mod listen;
 pub mod live;
+pub mod stt;
 pub mod utterances;
 
 #[cfg(feature = "testing")]

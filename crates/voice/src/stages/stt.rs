@@ -46,6 +46,24 @@ pub trait Stt: Send + 'static {
     fn finish(&mut self) -> Vec<Transcript> {
         Vec::new()
     }
+    /// The VAD heard the caller stop: a streaming vendor may flush what it
+    /// holds (Deepgram's `Finalize`).
+    fn user_stopped_speaking(&mut self) {}
+}
+
+impl<S: Stt + ?Sized> Stt for Box<S> {
+    fn start(&mut self, out: TranscriptOut) {
+        (**self).start(out)
+    }
+    fn push_audio(&mut self, audio: &Audio) -> Vec<Transcript> {
+        (**self).push_audio(audio)
+    }
+    fn finish(&mut self) -> Vec<Transcript> {
+        (**self).finish()
+    }
+    fn user_stopped_speaking(&mut self) {
+        (**self).user_stopped_speaking()
+    }
 }
 
 /// The STT stage.
@@ -90,6 +108,10 @@ impl<S: Stt> Stage for SttStage<S> {
             Frame::Control(crate::frames::ControlFrame::End) => {
                 let ts = self.stt.finish();
                 push_all(ctx, ts);
+            }
+            f @ Frame::Control(crate::frames::ControlFrame::UserStoppedSpeaking) => {
+                self.stt.user_stopped_speaking();
+                ctx.pass(f, dir);
             }
             f => ctx.pass(f, dir),
         }

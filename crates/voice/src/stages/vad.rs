@@ -16,6 +16,15 @@ pub trait SpeechDetector: Send + 'static {
     fn reset(&mut self) {}
 }
 
+impl<D: SpeechDetector + ?Sized> SpeechDetector for Box<D> {
+    fn process(&mut self, audio: &Audio) -> Vec<VadEvent> {
+        (**self).process(audio)
+    }
+    fn reset(&mut self) {
+        (**self).reset()
+    }
+}
+
 /// The production detector: the earshot model with SPEC §8.4 hysteresis.
 impl SpeechDetector for audio::vad::Vad {
     fn process(&mut self, audio: &Audio) -> Vec<VadEvent> {

@@ -1,0 +1,99 @@
+//! Deepgram as the pipeline's speech-to-text ([`voice::stages::stt::Stt`]).
+//!
+//! Caller audio arrives at the STT stage as PCM16 decoded from Twilio's
+//! µ-law; it is re-encoded to µ-law (exact: every sample is a µ-law level)
+//! and forwarded as Deepgram's binary frames — no resampling. Utterances
+//! and interim text come back from the socket task and enter the pipeline
+//! as transcripts; the VAD's "caller stopped" asks Deepgram to `Finalize`.
+//! When Deepgram becomes unusable for the call (a refused key, every
+//! reconnect failed), the failure is logged and [`DeepgramStt::failed`]
+//! says so; the call itself goes on.
+
+use super::live::{self, LiveConfig, LiveEvent, LiveHandle};
+use super::utterances::Heard;
+use bytes::Bytes;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use voice::frames::{Audio, Encoding};
+use voice::stages::stt::{Stt, Transcript, TranscriptOut};
+
+/// Deepgram live STT for one call.
+pub struct DeepgramStt {
+    cfg: LiveConfig,
+    handle: Option<LiveHandle>,
+    failed: Arc<AtomicBool>,
+}
+
+impl DeepgramStt {
+    /// A call's STT on Deepgram (the socket opens when the pipeline starts).
+    pub fn new(cfg: LiveConfig) -> Self {
+        DeepgramStt {
+            cfg,
+            handle: None,
+            failed: Arc::default(),
+        }
+    }
+
+    /// Set once Deepgram is unusable for this call.
+    pub fn failed(&self) -> Arc<AtomicBool> {
+        self.failed.clone()
+    }
+}
+
+impl Stt for DeepgramStt {
+    fn start(&mut self, out: TranscriptOut) {
+        let (handle, mut events) = live::spawn(self.cfg.clone());
+        self.handle = Some(handle);
+        let failed = self.failed.clone();
+        tokio::spawn(async move {
+            while let Some(e) = events.recv().await {
+                let t = match e {
+                    LiveEvent::Heard(Heard::Final(text)) => Transcript {
+                        text,
+                        is_final: true,
+                    },
+                    LiveEvent::Heard(Heard::Interim(text)) => Transcript {
+                        text,
+                        is_final: false,
+                    },
+                    LiveEvent::Heard(Heard::SpeechStarted) => continue,
+                    LiveEvent::Reconnected { attempt } => {
+                        tracing::info!(attempt, "Deepgram socket reopened");
+                        continue;
+                    }
+                    LiveEvent::Failed(why) => {
+                        tracing::error!(error = %why, "speech recognition lost for this call");
+                        failed.store(true, Ordering::Release);
+                        continue;
+                    }
+                };
+                if !out.send(t).await {
+                    return; // the call is over
+                }
+            }
+        });
+    }
+
+    fn push_audio(&mut self, audio: &Audio) -> Vec<Transcript> {
+        if let Some(h) = &self.handle {
+            let ulaw = match audio.encoding {
+                Encoding::MuLaw => audio.bytes.clone(),
+                Encoding::Pcm16 => Bytes::from(audio::mulaw::encode_pcm16le(&audio.bytes)),
+            };
+            h.audio(ulaw);
+        }
+        Vec::new()
+    }
+
+    fn finish(&mut self) -> Vec<Transcript> {
+        // Dropping the handle closes the stream (`CloseStream`).
+        self.handle = None;
+        Vec::new()
+    }
+
+    fn user_stopped_speaking(&mut self) {
+        if let Some(h) = &self.handle {
+            h.finalize();
+        }
+    }
+}
