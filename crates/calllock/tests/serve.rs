@@ -237,21 +237,30 @@ fn booking_lines() -> Vec<String> {
         .collect()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_booking_call_over_twilio_media_streams_matches_the_same_call_in_chat() {
-    let s = serve_with(|_| {}).await;
+/// The booking of `examples/replays/booking.jsonl` from +15125559876: up
+/// to "Yes, that's right" (the read-back), the booking ("one moment…",
+/// then "all set"), then the goodbye. Returns the call SID, the phone's
+/// log and the caller lines said.
+async fn booking_call(s: &Served) -> (String, PhoneLog, Vec<String>) {
     let mut c = Caller::call(&s.dial("+15125559876")).await;
     let sid = c.sid();
-    // Up to "Yes, that's right" (the read-back), then the goodbye.
     let lines_said = booking_lines();
     let (to_confirm, bye) = (&lines_said[..8], lines_said.last().unwrap());
     for line in to_confirm {
         c.turn(line).await;
     }
-    // "One moment while I check", the booking, then the confirmation.
     c.until_said("all set").await;
     c.turn(bye).await;
-    let log = c.finish().await;
+    let said = to_confirm.iter().chain([bye]).cloned().collect();
+    (sid, c.finish().await, said)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_booking_call_over_twilio_media_streams_matches_the_same_call_in_chat() {
+    let s = serve_with(|_| {}).await;
+    let (sid, log, said) = booking_call(&s).await;
+    let (to_confirm, bye) = said.split_at(said.len() - 1);
+    let bye = &bye[0];
     assert!(!log.caller_hung_up, "the agent ended the call");
     assert_eq!(log.clears, 0, "no barge-in in a polite call");
     let rec = s.record(&sid).await;
@@ -330,16 +339,7 @@ async fn a_booking_call_heard_through_deepgram() {
         c.serve.vad = "codec".into(); // the test phone speaks the codec
     })
     .await;
-    let mut c = Caller::call(&s.dial("+15125559876")).await;
-    let sid = c.sid();
-    let lines_said = booking_lines();
-    let (to_confirm, bye) = (&lines_said[..8], lines_said.last().unwrap());
-    for line in to_confirm {
-        c.turn(line).await;
-    }
-    c.until_said("all set").await;
-    c.turn(bye).await;
-    let log = c.finish().await;
+    let (sid, log, said) = booking_call(&s).await;
     assert!(!log.caller_hung_up, "the agent ended the call");
     let rec = s.record(&sid).await;
     assert_eq!(rec.booking_status, "confirmed", "{:#}", rec.record);
@@ -350,8 +350,7 @@ async fn a_booking_call_heard_through_deepgram() {
         .filter(|(r, _)| r == "user")
         .map(|(_, t)| t)
         .collect();
-    let want: Vec<String> = to_confirm.iter().chain([bye]).cloned().collect();
-    assert_eq!(user, want);
+    assert_eq!(user, said);
     let heard = dg.log();
     assert_eq!(heard.connections, 1, "{heard:?}");
     assert!(
