@@ -163,6 +163,35 @@ fn probe_text(p: &Probe, what_401: &str) -> (bool, String) {
     }
 }
 
+/// Speech recognition: Deepgram's socket opened with the key, or the
+/// offline codec.
+async fn speech_check(cfg: &Config) -> Check {
+    if !cfg.deepgram.enabled() {
+        return Check {
+            ok: true,
+            what: "stt",
+            detail: "not configured: callers are heard through the offline speech codec (set DEEPGRAM_API_KEY for Deepgram)".into(),
+        };
+    }
+    let live = crate::serve::speech::deepgram(cfg);
+    let base = cfg.deepgram.url.trim();
+    match providers::deepgram::live::probe(&live).await {
+        Ok(()) => Check {
+            ok: true,
+            what: "stt",
+            detail: format!(
+                "Deepgram at {base}, model {}: the key opens a socket",
+                cfg.deepgram.model
+            ),
+        },
+        Err(why) => Check {
+            ok: false,
+            what: "stt",
+            detail: format!("Deepgram at {base}: {why} (DEEPGRAM_API_KEY)"),
+        },
+    }
+}
+
 /// `calllock doctor`: config, database, each configured vendor; plain
 /// words about what is missing. Returns whether everything is healthy.
 pub async fn doctor(cfg: &Config, config_source: &str) -> bool {
@@ -293,6 +322,7 @@ pub async fn doctor(cfg: &Config, config_source: &str) -> bool {
             detail: "not configured: call records stay in the database only (set DASHBOARD_JOBS_URL, DASHBOARD_CALLS_URL and DASHBOARD_WEBHOOK_SECRET)".into(),
         });
     }
+    checks.push(speech_check(cfg).await);
     let mut healthy = true;
     for c in &checks {
         healthy &= c.ok;

@@ -527,6 +527,7 @@ fn config_prints_every_section_without_secrets() {
     let out = run(bin()
         .env("OPENAI_API_KEY", "sk-very-secret")
         .env("DASHBOARD_WEBHOOK_SECRET", "whsec-very-secret")
+        .env("DEEPGRAM_API_KEY", "dg-very-secret")
         .env(
             "CALLLOCK_DATABASE",
             "postgres://calllock:pg-very-secret@db/calllock",
@@ -545,6 +546,9 @@ fn config_prints_every_section_without_secrets() {
         "backend",
         "dashboard",
         "outbox",
+        "serve",
+        "twilio",
+        "deepgram",
     ] {
         assert!(
             v.get(section).is_some_and(toml::Value::is_table),
@@ -553,6 +557,7 @@ fn config_prints_every_section_without_secrets() {
     }
     assert_eq!(v["llm"]["api_key"].as_str(), Some("<set>"));
     assert_eq!(v["dashboard"]["webhook_secret"].as_str(), Some("<set>"));
+    assert_eq!(v["deepgram"]["api_key"].as_str(), Some("<set>"));
     assert_eq!(
         v["database"].as_str(),
         Some("postgres://calllock:<set>@db/calllock")

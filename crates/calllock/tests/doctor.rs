@@ -84,3 +84,62 @@ fn doctor_sends_an_authenticated_request_and_fails_on_a_500() {
     assert!(!healthy);
     assert!(report.contains("refused our secret"), "{report}");
 }
+
+/// `calllock doctor` with Deepgram at `url` and `key` (nothing else set).
+fn doctor_stt(url: &str, key: &str) -> (bool, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_calllock"))
+        .env_remove("CALLLOCK_CONFIG")
+        .env_remove("OPENAI_API_KEY")
+        .env_remove("V2_BACKEND_URL")
+        .env_remove("DASHBOARD_JOBS_URL")
+        .env("CALLLOCK_DATABASE", dir.path().join("d.db"))
+        .env("DEEPGRAM_API_KEY", key)
+        .env("CALLLOCK_DEEPGRAM_URL", url)
+        .arg("doctor")
+        .output()
+        .unwrap();
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).to_string(),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn doctor_opens_a_deepgram_socket_with_the_key_and_names_a_refused_one() {
+    use providers::deepgram::fake::{FakeBehaviour, FakeDeepgram};
+    let dg = FakeDeepgram::start(FakeBehaviour::default()).await;
+    let url = dg.base_url();
+    let (healthy, report) = tokio::task::spawn_blocking({
+        let url = url.clone();
+        move || doctor_stt(&url, "test-key")
+    })
+    .await
+    .unwrap();
+    assert!(healthy, "{report}");
+    assert!(
+        report
+            .lines()
+            .any(|l| l.starts_with("ok") && l.contains("stt") && l.contains("opens a socket")),
+        "{report}"
+    );
+    let log = dg.log();
+    assert_eq!(log.connections, 1);
+    assert_eq!(log.binary_frames, 0, "a probe sends no audio");
+    let (healthy, report) =
+        tokio::task::spawn_blocking(move || doctor_stt(&url, "wrong-secret-key"))
+            .await
+            .unwrap();
+    assert!(!healthy, "{report}");
+    assert!(
+        report.lines().any(|l| l.starts_with("FAIL")
+            && l.contains("stt")
+            && l.contains("401")
+            && l.contains("DEEPGRAM_API_KEY")),
+        "{report}"
+    );
+    assert!(
+        !report.contains("wrong-secret-key"),
+        "the key is never printed"
+    );
+}

@@ -768,6 +768,38 @@ mod tests {
         assert_eq!(c.backend, BackendSection::default());
         assert_eq!(c.dashboard, DashboardSection::default());
         assert_eq!(c.outbox, OutboxSection::default());
+        assert_eq!(c.serve, ServeSection::default());
+        assert_eq!(c.twilio, TwilioSection::default());
+        assert_eq!(c.deepgram, DeepgramSection::default());
+    }
+
+    #[test]
+    fn deepgram_is_configured_by_the_reference_names_and_checked() {
+        let c = load_from(
+            None,
+            &env(&[
+                ("DEEPGRAM_API_KEY", " dg-key "),
+                ("CALLLOCK_DEEPGRAM_URL", "ws://127.0.0.1:9"),
+                ("CALLLOCK_DEEPGRAM_MODEL", "nova-2-phonecall"),
+            ]),
+        )
+        .unwrap();
+        assert!(c.deepgram.enabled());
+        assert_eq!(c.deepgram.api_key, "dg-key");
+        assert_eq!(c.deepgram.url, "ws://127.0.0.1:9");
+        assert_eq!(c.deepgram.model, "nova-2-phonecall");
+        assert!(!Config::default().deepgram.enabled(), "off without a key");
+        let err = load_from(
+            None,
+            &env(&[("CALLLOCK_DEEPGRAM_URL", "https://api.deepgram.com")]),
+        )
+        .unwrap_err();
+        assert!(
+            err.problems
+                .iter()
+                .any(|p| p.contains("CALLLOCK_DEEPGRAM_URL")),
+            "{err:?}"
+        );
     }
 
     #[test]

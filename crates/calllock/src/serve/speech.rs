@@ -58,7 +58,7 @@ pub fn for_call(cfg: &Config) -> Speech {
 
 /// The Deepgram socket of a call: the configured endpoint and options, the
 /// company name and city as key terms.
-fn deepgram(cfg: &Config) -> LiveConfig {
+pub(crate) fn deepgram(cfg: &Config) -> LiveConfig {
     let d = &cfg.deepgram;
     let mut live = LiveConfig::new(d.url.trim(), d.api_key.trim());
     live.options = ListenOptions {

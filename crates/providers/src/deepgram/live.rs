@@ -238,6 +238,21 @@ async fn connect(cfg: &LiveConfig) -> Result<Socket, ConnectError> {
     }
 }
 
+/// `calllock doctor`'s check: open a socket with the key (the handshake
+/// is where Deepgram refuses a key), then close it at once (`CloseStream`:
+/// no audio, nothing transcribed). `Err` says why in plain words.
+pub async fn probe(cfg: &LiveConfig) -> Result<(), String> {
+    match connect(cfg).await {
+        Ok(mut socket) => {
+            let _ = socket.send(Message::text(CLOSE_STREAM)).await;
+            let _ = socket.close(None).await;
+            Ok(())
+        }
+        Err(ConnectError::Refused(why)) => Err(why),
+        Err(ConnectError::Transient(why)) => Err(format!("unreachable: {why}")),
+    }
+}
+
 /// How one socket's life ended.
 enum SocketEnd {
     /// The call closed the stream: done.
