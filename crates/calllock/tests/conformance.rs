@@ -10,6 +10,8 @@
 
 #[path = "conformance/post_call_run.rs"]
 mod post_call_run;
+#[path = "conformance/tts.rs"]
+mod tts;
 
 use agent::breaker::CircuitBreaker;
 use agent::engine::{Effect, Engine, EngineConfig, Input, Timer};
@@ -289,6 +291,7 @@ fn run_case(case: &Value) -> R {
         "cb_sequence" => run_cb(case),
         "post_call_run" => post_call_run::run(case),
         "http" => run_http(case),
+        "tts" => tts::run(case),
         other => Err(format!("unknown kind {other:?}")),
     }
 }

@@ -13,16 +13,21 @@
 //!   implementing `agent::backend::Backend`.
 //! * [`dashboard`]: the dashboard webhooks (SPEC §7.8, D-17 signatures).
 //! * [`twilio`]: Twilio Media Streams wire messages (sans-IO).
-//! * [`deepgram`]: Deepgram live speech-to-text.
+//! * [`deepgram`]: Deepgram live speech-to-text and Aura text-to-speech.
+//! * [`inworld`]: Inworld streaming text-to-speech.
+//! * [`tts_fallback`]: a primary voice with a lazily started fallback, a
+//!   circuit breaker and a last resort.
 //! * `fake` (feature `testing`): loopback fake servers speaking the real
 //!   wire protocols, for tests.
 
 pub mod dashboard;
 pub mod deepgram;
 pub mod fallback;
+pub mod inworld;
 pub mod openai;
 pub mod probe;
 pub mod sse;
+pub mod tts_fallback;
 pub mod twilio;
 pub mod v2;
 

@@ -1,5 +1,7 @@
-//! Deepgram live speech-to-text (`wss://api.deepgram.com/v1/listen`).
+//! Deepgram live speech-to-text (`wss://api.deepgram.com/v1/listen`) and
+//! Aura text-to-speech (`https://api.deepgram.com/v1/speak`).
 //!
+//! * [`aura`]: Aura-2 text-to-speech over HTTP (the fallback voice).
 //! * [`listen`]: the socket's query and messages (sans-IO).
 //! * [`live`]: the socket of one call (keep-alive, finalize, reconnect with
 //!   replay, close).
@@ -9,6 +11,7 @@
 //! * [`utterances`]: one caller utterance from Deepgram's interim and final
 //!   segments, `speech_final`, `UtteranceEnd` and `Finalize` (sans-IO).
 
+pub mod aura;
 pub mod listen;
 pub mod live;
 pub mod stt;

@@ -117,8 +117,16 @@ pub struct TtsError(pub String);
 pub type TtsStream = Pin<Box<dyn Stream<Item = Result<TtsEvent, TtsError>> + Send>>;
 
 /// A speech synthesizer.
+///
+/// A request is cancelled by dropping its stream. The lifecycle hooks are
+/// for vendors that hold a connection open across requests (default: no
+/// effect): `start` when the call's pipeline starts, `stop` when it ends
+/// normally, `cancel` when it is torn down.
 pub trait Tts: Send + Sync + 'static {
     fn synthesize(&self, text: &str) -> TtsStream;
+    fn start(&self) {}
+    fn stop(&self) {}
+    fn cancel(&self) {}
 }
 
 enum Item {
@@ -252,10 +260,18 @@ impl Stage for TtsStage {
                 self.produced.clear();
                 self.playout.reset(epoch);
             }
-            Frame::System(SystemFrame::Cancel) | Frame::Control(ControlFrame::End) => {
+            Frame::System(SystemFrame::Start) => self.tts.start(),
+            Frame::System(SystemFrame::Cancel) => {
                 if let Some(job) = self.job.take() {
                     job.token.cancel();
                 }
+                self.tts.cancel();
+            }
+            Frame::Control(ControlFrame::End) => {
+                if let Some(job) = self.job.take() {
+                    job.token.cancel();
+                }
+                self.tts.stop();
             }
             Frame::Data(d) => match d.data {
                 Data::Speak(t) => {

@@ -1,0 +1,2 @@
+//! Inworld text-to-speech over streaming HTTP (`POST /tts/v1/voice:stream`,
+//! newline-delimited JSON). Being written.
