@@ -17,6 +17,8 @@
 //! * `state` `{from, to}`.
 //! * `session` — the session (without its transcript) after it changed.
 //! * `ended` `{by}`.
+//! * `latency` — where one answered turn's time went (voice calls only;
+//!   see [`crate::latency::TurnLatency`]).
 
 use crate::sim::{CallEvent, EndedBy, Observer, Outcome};
 use agent::session::{Session, TranscriptEntry};

@@ -13,6 +13,7 @@ pub mod display;
 pub mod harness;
 pub mod instance;
 pub mod journal;
+pub mod latency;
 pub mod logging;
 pub mod ops;
 pub mod record;

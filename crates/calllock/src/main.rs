@@ -160,6 +160,7 @@ enum Command {
     /// Print one call's timestamped transcript: gaps of 2 s or more are
     /// marked (┆ +3.1s), gaps of 5 s or more are marked SLOW. Works for
     /// live and interrupted calls too (read from the call's event log).
+    /// A voice call's per-turn latency follows the transcript.
     Transcript {
         /// The call id (as listed by `calllock calls`).
         id: String,
@@ -225,7 +226,8 @@ enum OutboxCommand {
 
 #[derive(Subcommand, Debug)]
 enum CallsCommand {
-    /// Show one call: outcome, classification and transcript.
+    /// Show one call: outcome, classification, transcript and, for a
+    /// voice call, where each turn's time went (per turn, then p50/p95).
     Show {
         /// The call id (as listed by `calllock calls`).
         id: String,
@@ -470,10 +472,16 @@ async fn run(cli: Cli) -> Result<()> {
                     let Some(rec) = store.get_call(&id).await? else {
                         bail!("no call with id {id:?} (see `calllock calls`)");
                     };
+                    let turns = calllock::ops::call_latency(&store, &id).await?;
                     if json {
-                        println!("{}", serde_json::to_string_pretty(&rec.record)?);
+                        let mut r = rec.record.clone();
+                        if let Some(o) = r.as_object_mut().filter(|_| !turns.is_empty()) {
+                            o.insert("latency".into(), calllock::latency::to_json(&turns));
+                        }
+                        println!("{}", serde_json::to_string_pretty(&r)?);
                     } else {
                         display::print_call_record(&rec);
+                        print!("{}", calllock::latency::render(&turns));
                     }
                 }
                 None => {

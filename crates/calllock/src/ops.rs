@@ -1,5 +1,5 @@
-//! Operator commands: `calllock transcript`, `calllock outbox`,
-//! `calllock doctor`.
+//! Operator commands: `calllock transcript` (with the call's per-turn
+//! latency), `calllock outbox`, `calllock doctor`.
 
 use crate::config::{BackendKind, Config};
 use crate::delivery::transcript_dump;
@@ -53,6 +53,15 @@ pub async fn call_dump(store: &store::Store, id: &str) -> Result<Option<Value>> 
     Ok(Some(dump))
 }
 
+/// Where each answered turn of a call went, from its event log (empty for
+/// a call without audio: `chat`, replays).
+pub async fn call_latency(
+    store: &store::Store,
+    id: &str,
+) -> Result<Vec<crate::latency::TurnLatency>> {
+    Ok(crate::latency::from_events(&store.events(id).await?))
+}
+
 /// `calllock transcript ID`.
 pub async fn transcript(store: &store::Store, id: &str, gap_s: f64, json_out: bool) -> Result<()> {
     let Some(dump) = call_dump(store, id).await? else {
@@ -68,6 +77,7 @@ pub async fn transcript(store: &store::Store, id: &str, gap_s: f64, json_out: bo
         }
     }
     println!("{}", format_transcript(&dump, gap_s));
+    print!("{}", crate::latency::render(&call_latency(store, id).await?));
     Ok(())
 }
 
@@ -190,6 +200,59 @@ async fn speech_check(cfg: &Config) -> Check {
             detail: format!("Deepgram at {base}: {why} (DEEPGRAM_API_KEY)"),
         },
     }
+}
+
+/// The agent's voices: Inworld probed with its key, Aura's endpoint with
+/// the Deepgram key (a GET that creates nothing), the offline voice last.
+async fn voice_checks(cfg: &Config) -> Vec<Check> {
+    let mut out = Vec::new();
+    if cfg.inworld.enabled() {
+        let iw = crate::serve::speech::inworld(cfg);
+        let base = iw.base_url.clone();
+        out.push(match providers::inworld::probe(&iw).await {
+            Ok(what) => Check {
+                ok: true,
+                what: "tts",
+                detail: format!("Inworld at {base}, voice {}: {what}", cfg.inworld.voice_id),
+            },
+            Err(why) => Check {
+                ok: false,
+                what: "tts",
+                detail: format!("Inworld at {base}: {why}"),
+            },
+        });
+    }
+    if cfg.deepgram.enabled() {
+        let base = cfg.deepgram.tts_url.trim().trim_end_matches('/');
+        let auth = format!("Token {}", cfg.deepgram.api_key.trim());
+        let p = http_get(
+            &format!("{base}/v1/projects"),
+            &[("Authorization", auth.as_str())],
+            Duration::from_secs(5),
+        )
+        .await;
+        let (ok, detail) = probe_text(&p, "the key was refused (DEEPGRAM_API_KEY)");
+        out.push(Check {
+            ok,
+            what: "tts",
+            detail: format!(
+                "Deepgram Aura at {base}, voice {}: {detail}",
+                cfg.deepgram.tts_voice
+            ),
+        });
+    }
+    let chain = match (cfg.inworld.enabled(), cfg.deepgram.enabled()) {
+        (true, true) => "Inworld, then Aura, then the offline voice",
+        (true, false) => "Inworld, then the offline voice (set DEEPGRAM_API_KEY for Aura as the fallback)",
+        (false, true) => "Aura, then the offline voice (set INWORLD_API_KEY for Inworld first)",
+        (false, false) => "the offline speech codec only (set INWORLD_API_KEY and/or DEEPGRAM_API_KEY for real voices)",
+    };
+    out.push(Check {
+        ok: true,
+        what: "tts",
+        detail: format!("the agent speaks with {chain}"),
+    });
+    out
 }
 
 /// `calllock doctor`: config, database, each configured vendor; plain
@@ -323,6 +386,7 @@ pub async fn doctor(cfg: &Config, config_source: &str) -> bool {
         });
     }
     checks.push(speech_check(cfg).await);
+    checks.extend(voice_checks(cfg).await);
     let mut healthy = true;
     for c in &checks {
         healthy &= c.ok;

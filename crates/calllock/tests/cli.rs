@@ -528,6 +528,7 @@ fn config_prints_every_section_without_secrets() {
         .env("OPENAI_API_KEY", "sk-very-secret")
         .env("DASHBOARD_WEBHOOK_SECRET", "whsec-very-secret")
         .env("DEEPGRAM_API_KEY", "dg-very-secret")
+        .env("INWORLD_API_KEY", "iw-very-secret")
         .env(
             "CALLLOCK_DATABASE",
             "postgres://calllock:pg-very-secret@db/calllock",
@@ -549,6 +550,8 @@ fn config_prints_every_section_without_secrets() {
         "serve",
         "twilio",
         "deepgram",
+        "inworld",
+        "tts",
     ] {
         assert!(
             v.get(section).is_some_and(toml::Value::is_table),
@@ -558,6 +561,7 @@ fn config_prints_every_section_without_secrets() {
     assert_eq!(v["llm"]["api_key"].as_str(), Some("<set>"));
     assert_eq!(v["dashboard"]["webhook_secret"].as_str(), Some("<set>"));
     assert_eq!(v["deepgram"]["api_key"].as_str(), Some("<set>"));
+    assert_eq!(v["inworld"]["api_key"].as_str(), Some("<set>"));
     assert_eq!(
         v["database"].as_str(),
         Some("postgres://calllock:<set>@db/calllock")

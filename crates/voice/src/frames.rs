@@ -87,6 +87,13 @@ pub enum ControlFrame {
     },
     /// TTS finished utterance `id`: `total` of audio in all.
     SynthesisDone { id: UtteranceId, total: Duration },
+    /// Utterance `id` reached `milestone` at `at` (sent upstream by the
+    /// stage that saw it; see [`crate::latency`]).
+    Milestone {
+        id: UtteranceId,
+        milestone: crate::latency::Milestone,
+        at: tokio::time::Instant,
+    },
     /// A stage met an error it could not handle; the call goes on.
     Error {
         stage: &'static str,
@@ -249,6 +256,7 @@ impl Frame {
                 ControlFrame::PlaybackInterrupted { .. } => "playback_interrupted",
                 ControlFrame::SpeechSynthesized { .. } => "speech_synthesized",
                 ControlFrame::SynthesisDone { .. } => "synthesis_done",
+                ControlFrame::Milestone { .. } => "milestone",
                 ControlFrame::Error { .. } => "error",
                 ControlFrame::Custom(_) => "custom_control",
             },

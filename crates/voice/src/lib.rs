@@ -2,7 +2,8 @@
 //!
 //! Frames ([`frames`]), stage inboxes ([`inbox`]), stages and their runner
 //! ([`stage`]), pipelines with a lifecycle ([`pipeline`]), turn epochs and
-//! the cancellation tree ([`scope`]), observers ([`observe`]), outbound pacing jitter ([`pacing`]), and the
+//! the cancellation tree ([`scope`]), observers ([`observe`]), outbound pacing jitter ([`pacing`]),
+//! where a turn's time goes ([`latency`]), and the
 //! per-call history event log with its projections ([`history`]). Knows
 //! nothing of HVAC, states or business rules.
 
@@ -11,6 +12,7 @@ pub mod floor;
 pub mod frames;
 pub mod history;
 pub mod inbox;
+pub mod latency;
 pub mod observe;
 pub mod offline;
 pub mod pacing;

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 mod serve;
 mod speech;
 pub use serve::{ServeSection, TwilioSection};
-pub use speech::DeepgramSection;
+pub use speech::{DeepgramSection, InworldSection, TtsSection};
 
 /// Timing of the conversation engine (seconds).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -240,6 +240,8 @@ pub struct Config {
     pub serve: ServeSection,
     pub twilio: TwilioSection,
     pub deepgram: DeepgramSection,
+    pub inworld: InworldSection,
+    pub tts: TtsSection,
 }
 
 impl Default for Config {
@@ -258,6 +260,8 @@ impl Default for Config {
             serve: ServeSection::default(),
             twilio: TwilioSection::default(),
             deepgram: DeepgramSection::default(),
+            inworld: InworldSection::default(),
+            tts: TtsSection::default(),
         }
     }
 }
@@ -307,6 +311,7 @@ impl Config {
                 ("dashboard", "webhook_secret"),
                 ("twilio", "auth_token"),
                 ("deepgram", "api_key"),
+                ("inworld", "api_key"),
             ] {
                 if let Some(toml::Value::String(s)) =
                     t.get_mut(section).and_then(|x| x.get_mut(key))
@@ -540,6 +545,9 @@ pub fn load_from(path: Option<&Path>, env: &[(String, String)]) -> Result<Config
     problems.extend(serve::problems(&cfg.serve, &cfg.twilio));
     speech::apply_env(&mut cfg.deepgram, &get);
     problems.extend(speech::problems(&cfg.deepgram));
+    speech::apply_inworld_env(&mut cfg.inworld, &get);
+    problems.extend(speech::inworld_problems(&cfg.inworld));
+    problems.extend(speech::tts_problems(&cfg.tts));
     problems.extend(vendor_problems(&cfg));
     if problems.is_empty() {
         Ok(cfg)
@@ -738,6 +746,24 @@ url = "wss://api.deepgram.com"
 model = "nova-3"
 endpointing_ms = 500         # silence that ends an utterance
 utterance_end_ms = 1000      # ends it when noise keeps endpointing from firing
+tts_url = "https://api.deepgram.com"  # Aura, the fallback voice (same key)
+tts_voice = "aura-2-helena-en"
+
+# Inworld text-to-speech, the agent's voice: set api_key to speak through it
+# (with Aura as the fallback when [deepgram] has a key; the offline voice
+# always last). Env: INWORLD_API_KEY, CALLLOCK_INWORLD_URL,
+# INWORLD_VOICE_ID, INWORLD_MODEL.
+[inworld]
+api_key = ""
+url = "https://api.inworld.ai"
+voice_id = "Ashley"
+model = "inworld-tts-1.5-max"
+
+# How a line falls back from one voice to the next.
+[tts]
+first_audio_timeout_s = 5.0  # then the fallback voice says the line
+breaker_failures = 3         # failed lines in a row (any call) that open the breaker
+breaker_cooldown_s = 60.0    # open: every line goes to the fallback this long
 "#;
 
 #[cfg(test)]
@@ -771,6 +797,63 @@ mod tests {
         assert_eq!(c.serve, ServeSection::default());
         assert_eq!(c.twilio, TwilioSection::default());
         assert_eq!(c.deepgram, DeepgramSection::default());
+        assert_eq!(c.inworld, InworldSection::default());
+        assert_eq!(c.tts, TtsSection::default());
+    }
+
+    #[test]
+    fn the_voices_are_configured_by_the_reference_names_and_checked() {
+        let c = load_from(
+            None,
+            &env(&[
+                ("INWORLD_API_KEY", " iw-key "),
+                ("CALLLOCK_INWORLD_URL", "http://127.0.0.1:9"),
+                ("INWORLD_VOICE_ID", "Dennis"),
+                ("INWORLD_MODEL", "inworld-tts-1"),
+                ("CALLLOCK_DEEPGRAM_TTS_URL", "http://127.0.0.1:10"),
+                ("DEEPGRAM_TTS_VOICE", "aura-2-thalia-en"),
+            ]),
+        )
+        .unwrap();
+        assert!(c.inworld.enabled());
+        assert!(!Config::default().inworld.enabled(), "off without a key");
+        assert_eq!(
+            (c.inworld.api_key.as_str(), c.inworld.url.as_str()),
+            ("iw-key", "http://127.0.0.1:9")
+        );
+        assert_eq!(
+            (c.inworld.voice_id.as_str(), c.inworld.model.as_str()),
+            ("Dennis", "inworld-tts-1")
+        );
+        assert_eq!(c.deepgram.tts_url, "http://127.0.0.1:10");
+        assert_eq!(c.deepgram.tts_voice, "aura-2-thalia-en");
+        let shown = c.to_toml_redacted();
+        assert!(!shown.contains("iw-key"), "{shown}");
+        let err = load_from(
+            None,
+            &env(&[
+                ("CALLLOCK_INWORLD_URL", "wss://api.inworld.ai"),
+                ("CALLLOCK_DEEPGRAM_TTS_URL", "api.deepgram.com"),
+                ("INWORLD_VOICE_ID", " "),
+            ]),
+        )
+        .unwrap_err();
+        for name in [
+            "CALLLOCK_INWORLD_URL",
+            "CALLLOCK_DEEPGRAM_TTS_URL",
+            "INWORLD_VOICE_ID",
+        ] {
+            assert!(
+                err.problems.iter().any(|p| p.contains(name)),
+                "{name}: {:?}",
+                err.problems
+            );
+        }
+        let bad: Result<Config, _> =
+            toml::from_str("[tts]\nbreaker_failures = 0\nfirst_audio_timeout_s = 0.0\n");
+        let bad = bad.unwrap();
+        let p = speech::tts_problems(&bad.tts);
+        assert_eq!(p.len(), 2, "{p:?}");
     }
 
     #[test]

@@ -48,6 +48,8 @@ pub struct App {
     pub addr: SocketAddr,
     /// How late every call's player sent its frames.
     pub pacing: Arc<voice::pacing::PacingStats>,
+    /// The speech vendors (clients and the voice breaker shared by calls).
+    pub voices: speech::Voices,
 }
 
 /// A running server.
@@ -120,6 +122,8 @@ impl Server {
             stop_worker.subscribe(),
         ));
         let rest = rest_client(&cfg)?;
+        let voices = speech::Voices::new(&cfg)?;
+        tracing::info!(voices = voices.chain.join(" → "), "the agent's voice");
         let app = Arc::new(App {
             calls: LiveCalls::new(cfg.serve.max_calls as usize),
             cfg: Arc::new(cfg),
@@ -129,6 +133,7 @@ impl Server {
             owner: alive.id().to_string(),
             addr,
             pacing: Arc::default(),
+            voices,
         });
         let router = axum::Router::new()
             .route("/health", get(http::health))

@@ -9,6 +9,10 @@
 //! socket writer ◀── Outgoing (text frames only; nothing after close)
 //! ```
 //!
+//! The first echo that proves an utterance played is also reported to the
+//! pipeline ([`FirstHeard`]): when the caller first heard the reply, the
+//! last step of the turn's latency record.
+//!
 //! The call starts at Twilio's `start` message: its `callSid` is the call
 //! id (D-18), the `From` parameter the caller. It ends one of four ways:
 //! the caller hangs up (`stop`, or the socket just closes), the agent hangs
@@ -17,7 +21,7 @@
 //! callback promised, the REST hang-up). Whatever the end, the pipeline is
 //! stopped, the journal closed and post-call processing run exactly once.
 
-use super::twilio_sink::{ledger, Outgoing, SharedLedger, TwilioSink};
+use super::twilio_sink::{ledger, FirstHeard, Outgoing, SharedLedger, TwilioSink};
 use super::{App, Ending};
 use crate::sim::{EndedBy, Outcome};
 use crate::voice_call::{start_call, CallEnd, CallParts, Pacing, ResponderLlm};
@@ -28,6 +32,7 @@ use axum::extract::ws::{Message, WebSocket};
 use futures_util::{SinkExt, StreamExt};
 use providers::twilio::marks::MarkLedger;
 use providers::twilio::media_streams::{mark_message, media_message, Inbound, Start, StreamReader};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::mpsc;
@@ -140,6 +145,8 @@ struct Call {
     caller: String,
     out: mpsc::UnboundedSender<Outgoing>,
     ledger: SharedLedger,
+    /// Each utterance's first echo, reported to the pipeline (latency).
+    first_heard: FirstHeard,
 }
 
 /// How the socket part of a call ended.
@@ -148,6 +155,16 @@ enum SocketEnd {
     CallerGone,
     AgentHungUp,
     Shutdown(Ending),
+    /// Speech recognition became unusable for this call (a refused key,
+    /// every reconnect failed): the caller cannot be heard any more.
+    SpeechLost,
+}
+
+/// Why the server ends a live call itself.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum ServerEnd {
+    Shutdown(Ending),
+    SpeechLost,
 }
 
 impl Call {
@@ -160,6 +177,7 @@ impl Call {
             start,
             out,
             ledger,
+            first_heard: FirstHeard::default(),
         }
     }
 
@@ -192,7 +210,8 @@ impl Call {
         let mut session = Session::new(self.caller.clone());
         session.call_sid = self.call_id.clone();
         let engine = Engine::new(session, cfg.business.clone(), cfg.engine.engine_config());
-        let speech = super::speech::for_call(&cfg);
+        let speech = self.app.voices.for_call(&cfg);
+        let speech_lost = speech.lost.clone();
         let sink = TwilioSink::new(
             self.out.clone(),
             self.start.stream_sid.clone(),
@@ -215,6 +234,7 @@ impl Call {
             },
             sink,
         );
+        self.first_heard.connect(call.milestones.clone());
         let Some(input) = call.pipeline.input().cloned() else {
             tracing::error!(call_id = self.call_id, "the pipeline has no input");
             return;
@@ -227,6 +247,9 @@ impl Call {
                     let Some(Ok(msg)) = msg else { break SocketEnd::CallerGone };
                     match self.on_message(msg, &mut reader) {
                         Step::Audio(ulaw) => {
+                            if speech_lost.as_ref().is_some_and(|l| l.load(Ordering::Relaxed)) {
+                                break SocketEnd::SpeechLost;
+                            }
                             let frame = Frame::input_audio(Audio::mulaw(ulaw, 8000));
                             if input.try_send(frame).is_err() {
                                 dropped += 1;
@@ -274,14 +297,15 @@ impl Call {
                 self.wait_for_marks(&mut ws_rx, &mut reader).await;
                 EndedBy::Agent
             }
-            SocketEnd::Shutdown(_) => EndedBy::Agent,
+            SocketEnd::Shutdown(_) | SocketEnd::SpeechLost => EndedBy::Agent,
         };
         let stop = call.pipeline.end(Duration::from_secs(2)).await;
         let _ = call.player.await;
-        let mut session_override = None;
-        if let SocketEnd::Shutdown(how) = end {
-            session_override = Some(how);
-        }
+        let session_override = match end {
+            SocketEnd::Shutdown(how) => Some(ServerEnd::Shutdown(how)),
+            SocketEnd::SpeechLost => Some(ServerEnd::SpeechLost),
+            _ => None,
+        };
         let out = call.control.outcome.await;
         let ended = chrono::Utc::now().timestamp_millis() as f64 / 1000.0;
         let Ok(out) = out else {
@@ -295,8 +319,8 @@ impl Call {
             end_time: ended,
             tools: Vec::new(),
         };
-        if let Some(how) = session_override {
-            self.end_for_shutdown(&mut outcome, how, &journal, &mut ws_rx, &mut reader)
+        if let Some(why) = session_override {
+            self.end_for_server(&mut outcome, why, &journal, &mut ws_rx, &mut reader)
                 .await;
         }
         if matches!(ended_by, EndedBy::Agent) {
@@ -346,7 +370,10 @@ impl Call {
                 }
             }
             Ok(Inbound::Mark { name }) => {
-                ledger(&self.ledger).echo(&name);
+                let played = ledger(&self.ledger).echo(&name);
+                if let Some((utterance, heard_ms)) = played {
+                    self.first_heard.echoed(utterance, heard_ms);
+                }
             }
             Ok(Inbound::Stop { .. }) => return Step::Stop,
             Ok(Inbound::Dtmf { digit }) => {
@@ -400,12 +427,13 @@ impl Call {
         }
     }
 
-    /// The server is stopping: unless the call already ended in a booking
-    /// or a promised callback, say so, promise a callback and record why.
-    async fn end_for_shutdown(
+    /// The server ends the call (it is stopping, or the caller can no
+    /// longer be heard): unless the call already ended in a booking or a
+    /// promised callback, say so, promise a callback and record why.
+    async fn end_for_server(
         &self,
         outcome: &mut Outcome,
-        how: Ending,
+        why: ServerEnd,
         journal: &Option<crate::journal::Journal>,
         ws_rx: &mut WsRx,
         reader: &mut StreamReader,
@@ -418,13 +446,20 @@ impl Call {
                 s.callback_type = "service".into();
             }
         }
-        let line = shutdown_line(&self.app.cfg.business.company_name, settled);
+        let company = &self.app.cfg.business.company_name;
+        let (line, source) = match why {
+            ServerEnd::Shutdown(_) => (shutdown_line(company, settled), "Shutdown"),
+            ServerEnd::SpeechLost => (speech_lost_line(company, settled), "SpeechLost"),
+        };
+        if why == ServerEnd::SpeechLost {
+            tracing::error!(call_id = self.call_id, "the caller cannot be heard (speech recognition lost); ending with a callback");
+        }
         let at = chrono::Utc::now().timestamp_millis() as f64 / 1000.0;
         if let Some(j) = journal {
             j.record(
                 at,
                 "agent",
-                serde_json::json!({"text": line, "state": s.state.as_str(), "source": "Shutdown"}),
+                serde_json::json!({"text": line, "state": s.state.as_str(), "source": source}),
             );
         }
         let state = s.state;
@@ -434,18 +469,16 @@ impl Call {
                 at,
                 state,
             ));
-        if how == Ending::Politely {
-            self.say_directly(&line);
+        if why != ServerEnd::Shutdown(Ending::Now) {
+            self.say_directly(&line).await;
             self.wait_for_marks(ws_rx, reader).await;
         }
     }
 
-    /// Speak `text` straight onto the socket (the pipeline has stopped).
-    fn say_directly(&self, text: &str) {
-        let cps = self.app.cfg.sim.speech_chars_per_s;
-        let (samples, _) = voice::offline::codec::encode(text, 8000, cps);
-        let mut ulaw = Vec::with_capacity(samples.len());
-        audio::mulaw::encode(&samples, &mut ulaw);
+    /// Speak `text` straight onto the socket (the pipeline has stopped),
+    /// in the call's voice (the offline voice when every vendor fails).
+    async fn say_directly(&self, text: &str) {
+        let ulaw = self.app.voices.say_ulaw(&self.app.cfg, text).await;
         let sid = &self.start.stream_sid;
         for chunk in ulaw.chunks(320) {
             let _ = self.out.send(Outgoing::Text(media_message(sid, chunk)));
@@ -474,6 +507,21 @@ enum Step {
     Audio(Vec<u8>),
     Continue,
     Stop,
+}
+
+/// What the agent says when the caller can no longer be heard.
+fn speech_lost_line(company: &str, settled: bool) -> String {
+    if settled {
+        format!(
+            "I'm sorry, I'm having trouble hearing you on this line. Thank you for calling \
+             {company}. Goodbye."
+        )
+    } else {
+        format!(
+            "I'm sorry, I'm having trouble hearing you on this line. Someone from {company} \
+             will call you back shortly at this number. Goodbye."
+        )
+    }
 }
 
 /// What the agent says when the server must end a live call.

@@ -7,7 +7,9 @@
 //! end, sends a `mark` recorded in the [`MarkLedger`]. The socket's reader
 //! feeds Twilio's echoes back into the same ledger, so what the caller
 //! heard — asked for by the player at a barge-in ([`AudioSink::heard`]) —
-//! comes from the echoes, never from what was sent.
+//! comes from the echoes, never from what was sent. The first echo of each
+//! utterance is also when the caller first heard it ([`FirstHeard`]): the
+//! last step of a turn's latency.
 //!
 //! Messages go to the socket's writer task through an unbounded channel:
 //! the player never waits on the network, and the channel stays small
@@ -17,10 +19,12 @@
 
 use providers::twilio::marks::MarkLedger;
 use providers::twilio::media_streams::{clear_message, mark_message, media_message};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 use tokio::sync::mpsc::UnboundedSender;
 use voice::frames::{Audio, Encoding, Epoch, UtteranceId};
+use voice::latency::{Milestone, MilestoneReporter};
 use voice::stages::output::AudioSink;
 
 /// What the call sends on its socket.
@@ -39,6 +43,41 @@ pub type SharedLedger = Arc<Mutex<MarkLedger>>;
 /// Lock the ledger (a panic elsewhere never poisons the call).
 pub fn ledger(l: &SharedLedger) -> std::sync::MutexGuard<'_, MarkLedger> {
     l.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// When the caller first heard each utterance: its first echo that
+/// proves audio played ([`MarkLedger::echo`] says which do), reported into
+/// the call's pipeline as [`Milestone::FirstHeard`] for the turn's
+/// latency. Lock-free and O(1) per echo; echoes before the pipeline is
+/// [connected](FirstHeard::connect) are not reported.
+#[derive(Debug, Default)]
+pub struct FirstHeard {
+    reporter: OnceLock<MilestoneReporter>,
+    /// One more than the utterance last reported (0: none yet).
+    last: AtomicU64,
+}
+
+impl FirstHeard {
+    /// Report into this call's pipeline from now on.
+    pub fn connect(&self, reporter: MilestoneReporter) {
+        let _ = self.reporter.set(reporter);
+    }
+
+    /// The ledger said an echo proved `heard_ms` of `utterance` played.
+    /// Utterances play one after another, so the first echo of each is
+    /// the first whose utterance differs from the last reported.
+    pub fn echoed(&self, utterance: UtteranceId, heard_ms: u64) {
+        if utterance == u64::MAX {
+            return; // a line said straight onto the socket, not a reply
+        }
+        if self.last.swap(utterance + 1, Ordering::Relaxed) == utterance + 1 {
+            return;
+        }
+        if let Some(r) = self.reporter.get() {
+            let confirmed_ms = u32::try_from(heard_ms).unwrap_or(u32::MAX);
+            r.report(utterance, Milestone::FirstHeard { confirmed_ms });
+        }
+    }
 }
 
 /// The agent's voice on one Twilio stream.
@@ -170,6 +209,27 @@ mod tests {
         ledger(&s.ledger).echo(&marks[2]);
         assert_eq!(s.heard(3), Some(Duration::from_millis(100)));
         assert_eq!(ledger(&s.ledger).pending(), 0);
+    }
+
+    #[test]
+    fn only_the_first_echo_of_each_utterance_is_reported() {
+        let (tx, mut rx) = voice::inbox::inbox(8);
+        let heard = FirstHeard::default();
+        heard.echoed(1, 100); // before the pipeline: dropped
+        heard.connect(MilestoneReporter::new(tx.control_handle()));
+        for (u, ms) in [(1, 200), (2, 100), (2, 200), (3, 50), (u64::MAX, 100)] {
+            heard.echoed(u, ms);
+        }
+        let mut got = Vec::new();
+        while let Some(voice::Frame::Control(voice::ControlFrame::Milestone {
+            id,
+            milestone: Milestone::FirstHeard { confirmed_ms },
+            ..
+        })) = rx.try_recv()
+        {
+            got.push((id, confirmed_ms));
+        }
+        assert_eq!(got, [(2, 100), (3, 50)]);
     }
 
     #[test]

@@ -6,8 +6,8 @@ use voice::history::Event;
 
 /// The voice call's events in the journal's vocabulary (see
 /// [`crate::journal`]): caller/agent lines, interruptions with what was
-/// heard, tool calls and results, state changes, the end, and the session
-/// when it changed.
+/// heard, tool calls and results, state changes, the end, the session
+/// when it changed, and where each answered turn's time went.
 pub(super) struct VoiceJournal {
     journal: crate::journal::Journal,
     tools: HashMap<u64, String>,
@@ -73,6 +73,12 @@ impl VoiceJournal {
             Event::CallEnded { reason } => ("ended", serde_json::json!({"by": reason})),
         };
         self.journal.record(at, kind, data);
+    }
+
+    /// One measured turn (a `latency` event at its anchor).
+    pub(super) fn latency(&self, t: &crate::latency::TurnLatency) {
+        let data = serde_json::to_value(t).unwrap_or(Value::Null);
+        self.journal.record(t.at, "latency", data);
     }
 
     pub(super) fn session(&mut self, at: f64, session: &agent::Session) {

@@ -16,6 +16,11 @@
 //! Backend tools, the scoped wrap-up reply and extraction run in the
 //! background under the *call* token (a barge-in cannot half-book); LLM and
 //! TTS requests run under the turn's token (a barge-in cancels them).
+//!
+//! Where each answered turn's time went — caller stopped, STT final, the
+//! waits, the reply's milestones up to its first mark echo — is measured
+//! by [`latency`] from what the stage already sees, and journaled as one
+//! `latency` event per turn (see [`crate::latency`]).
 
 use agent::backend::Backend;
 use agent::engine::{Effect, Engine, Input, Timer};
@@ -41,10 +46,15 @@ use voice::stages::llm::{LlmReply, LlmToolCall};
 use voice::{Ctx, Direction, Stage};
 
 mod journal;
+mod latency;
+#[cfg(all(test, feature = "testing"))]
+mod latency_tests;
 mod llm;
 mod parts;
 
+use crate::latency::{ReplyKind, TurnLatency};
 use journal::VoiceJournal;
+use latency::{TurnClocks, Wait};
 pub use llm::{Pacing, ResponderLlm};
 pub use parts::{start_call, CallParts, RunningCall, OUTPUT_RATE};
 
@@ -55,6 +65,8 @@ pub struct CallOutcome {
     pub log: EventLog,
     /// The engine's LLM context at the end (system prompt first).
     pub context: Vec<ChatMessage>,
+    /// Where each answered turn's time went, in the order written.
+    pub latency: Vec<TurnLatency>,
 }
 
 /// Why the agent asked to end the call (see [`CallControl`]).
@@ -104,6 +116,9 @@ pub struct ConversationStage {
     llm_pending: Option<(UtteranceId, u64)>,
     greeting: Option<UtteranceId>,
     open_tool: Option<ToolCallId>,
+    /// Where each turn's time goes (and the turns measured so far).
+    clocks: TurnClocks,
+    latencies: Vec<TurnLatency>,
     start: Instant,
     start_unix: f64,
     end_tx: watch::Sender<CallEnd>,
@@ -142,6 +157,8 @@ impl ConversationStage {
                 llm_pending: None,
                 greeting: None,
                 open_tool: None,
+                clocks: TurnClocks::new(Instant::now(), start_unix),
+                latencies: Vec::new(),
                 start: Instant::now(),
                 start_unix,
                 end_tx,
@@ -172,15 +189,34 @@ impl ConversationStage {
 
     fn feed(&mut self, input: Input, ctx: &mut Ctx<'_>) {
         let now = self.now();
+        let answers = matches!(
+            input,
+            Input::Transcript { is_final: true, .. }
+                | Input::ToolResult { .. }
+                | Input::ScopedReply { .. }
+                | Input::TimerFired(Timer::Debounce)
+        );
+        let was = self.clocks.set_answering(answers);
         let effects = self.engine.handle(input, now);
         for e in effects {
             self.perform(e, ctx);
         }
+        self.clocks.set_answering(was);
         let at = self.now();
         if let Some(j) = &mut self.journal {
             j.session(at, self.engine.session());
         }
         self.update_floor();
+    }
+
+    /// Journal a measured turn and keep it for the outcome.
+    fn turn_measured(&mut self, t: Option<TurnLatency>) {
+        if let Some(t) = t {
+            if let Some(j) = &self.journal {
+                j.latency(&t);
+            }
+            self.latencies.push(t);
+        }
     }
 
     fn update_floor(&self) {
@@ -270,6 +306,7 @@ impl ConversationStage {
                     text: text.clone(),
                     source: AgentSource::Canned { id: canned.id() },
                 });
+                self.clocks.reply(id, ReplyKind::Canned, Instant::now());
                 if canned == Canned::Greeting {
                     self.greeting = Some(id);
                     self.floor.set_muted(MuteReason::Greeting, true);
@@ -293,6 +330,7 @@ impl ConversationStage {
                 }
                 let request = self.llm_request();
                 let id = self.new_utterance(None, ctx.epoch());
+                self.clocks.reply(id, ReplyKind::Llm, Instant::now());
                 self.llm_pending = Some((id, ctx.epoch()));
                 ctx.push(Frame::data(
                     ctx.epoch(),
@@ -316,6 +354,7 @@ impl ConversationStage {
                     args: args.to_string(),
                 });
                 self.open_tool = Some(call_id);
+                self.clocks.wait_started(Wait::Tool, Instant::now());
                 self.floor.set_muted(MuteReason::Tool, true);
                 let backend = self.backend.clone();
                 self.spawn_bg(ctx, async move {
@@ -330,6 +369,7 @@ impl ConversationStage {
                     user_text,
                 };
                 let responder = self.responder.clone();
+                self.clocks.wait_started(Wait::Scoped, Instant::now());
                 self.spawn_bg(ctx, async move {
                     Bg::Scoped(responder.scoped_reply(&req).await.ok())
                 });
@@ -350,6 +390,9 @@ impl ConversationStage {
                 }
             }
             Effect::StartTimer { timer, at } => {
+                if timer == Timer::Debounce {
+                    self.clocks.wait_started(Wait::Debounce, Instant::now());
+                }
                 let wait = Duration::from_secs_f64((at - self.now()).clamp(0.0, 3600.0));
                 self.spawn_bg(ctx, async move {
                     tokio::time::sleep(wait).await;
@@ -457,10 +500,14 @@ impl ConversationStage {
                 if self.open_tool == Some(call_id) {
                     self.open_tool = None;
                 }
+                self.clocks.wait_ended(Wait::Tool, Instant::now());
                 self.floor.set_muted(MuteReason::Tool, false);
                 self.feed(Input::ToolResult { result }, ctx);
             }
-            Bg::Scoped(text) => self.feed(Input::ScopedReply { text }, ctx),
+            Bg::Scoped(text) => {
+                self.clocks.wait_ended(Wait::Scoped, Instant::now());
+                self.feed(Input::ScopedReply { text }, ctx)
+            }
             Bg::Extraction(fields) => self.feed(Input::ExtractionDone { fields }, ctx),
             Bg::Timer(timer) => self.feed(Input::TimerFired(timer), ctx),
         }
@@ -477,6 +524,8 @@ impl ConversationStage {
                 outcome: ToolOutcome::Cancelled,
             });
         }
+        let last = self.clocks.finish();
+        self.turn_measured(last);
         let now = self.now();
         let _ = self.engine.handle(Input::FlushTranscript, now);
         if let Some(tx) = self.outcome.take() {
@@ -484,6 +533,7 @@ impl ConversationStage {
                 session: self.engine.session().clone(),
                 log: self.log.clone(),
                 context: self.engine.llm_messages().to_vec(),
+                latency: std::mem::take(&mut self.latencies),
             });
         }
     }
@@ -501,6 +551,7 @@ impl Stage for ConversationStage {
         match frame {
             Frame::System(SystemFrame::Start) => {
                 self.start = Instant::now();
+                self.clocks.set_origin(self.start, self.start_unix);
                 self.engine.session_mut().start_time = self.start_unix;
                 self.feed(Input::ClientConnected, ctx);
             }
@@ -521,6 +572,10 @@ impl Stage for ConversationStage {
                         self.feed(Input::CallerSpeaking, ctx);
                     }
                     if is_final {
+                        if !text.trim().is_empty() {
+                            let done = self.clocks.stt_final(Instant::now());
+                            self.turn_measured(done);
+                        }
                         self.feed(
                             Input::Transcript {
                                 text: text.to_string(),
@@ -533,7 +588,12 @@ impl Stage for ConversationStage {
                 data => ctx.push(Frame::data(d.epoch, data)),
             },
             Frame::Control(ControlFrame::UserStartedSpeaking) => {
+                self.clocks.caller_started();
                 self.feed(Input::CallerSpeaking, ctx);
+            }
+            f @ Frame::Control(ControlFrame::UserStoppedSpeaking) => {
+                self.clocks.caller_stopped(Instant::now());
+                ctx.pass(f, dir);
             }
             Frame::Control(c) if dir == Direction::Upstream => match c {
                 ControlFrame::SpeechSynthesized { id, text, words } => {
@@ -545,6 +605,10 @@ impl Stage for ConversationStage {
                 }
                 ControlFrame::SynthesisDone { id, total } => {
                     self.accountant.set_total_audio(MsgId(id), total);
+                }
+                ControlFrame::Milestone { id, milestone, at } => {
+                    let done = self.clocks.milestone(id, milestone, at);
+                    self.turn_measured(done);
                 }
                 ControlFrame::UtteranceStarted { id } => {
                     self.append(Event::SpeechStarted { msg_id: MsgId(id) });

@@ -38,6 +38,13 @@ pub struct RunningCall<K> {
     pub floor: Arc<Floor>,
     /// The player; yields the sink back when the call is over.
     pub player: tokio::task::JoinHandle<K>,
+    /// Where the transport reports what only it learns about an
+    /// utterance — the far end played it ([`Milestone::FirstHeard`]) —
+    /// for the turn's latency. Reports travel upstream from the output
+    /// stage, like the player's.
+    ///
+    /// [`Milestone::FirstHeard`]: voice::latency::Milestone::FirstHeard
+    pub milestones: voice::latency::MilestoneReporter,
 }
 
 /// The output sample rate (telephone audio).
@@ -82,6 +89,7 @@ where
     let up = pipeline
         .stage_control(pipeline.len() - 1)
         .expect("output stage");
+    let milestones = voice::latency::MilestoneReporter::new(up.clone());
     let mut player = output::Player::new(sink, tail, up, pipeline.scope().clone(), floor.clone())
         .with_lead(parts.output_lead);
     if let Some(stats) = parts.pacing {
@@ -93,5 +101,6 @@ where
         control,
         floor,
         player,
+        milestones,
     }
 }

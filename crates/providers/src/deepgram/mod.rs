@@ -19,3 +19,5 @@ pub mod utterances;
 
 #[cfg(feature = "testing")]
 pub mod fake;
+#[cfg(feature = "testing")]
+pub mod aura_fake;

@@ -5,15 +5,22 @@
 //! — the vendor sees the request dropped — instead of waiting for it. Text
 //! flows downstream as it arrives; when the reply ends (or is cut off), the
 //! stage tells the conversation upstream with an [`LlmReply`].
+//!
+//! Two [milestones](crate::latency) go upstream per reply: when its
+//! request was handed to the model ([`Milestone::LlmRequested`]) and when
+//! its first text arrived ([`Milestone::LlmFirstToken`]) — the model's
+//! time to first token is the difference.
 
 use super::pump;
 use crate::frames::{
     ControlFrame, Custom, Data, Epoch, Frame, SystemFrame, UtteranceId, UtteranceText,
 };
+use crate::latency::Milestone;
 use crate::stage::{Ctx, Direction, Stage};
 use futures_core::Stream;
 use std::pin::Pin;
 use std::sync::Arc;
+use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 /// One event of a streamed reply.
@@ -123,6 +130,7 @@ impl Stage for LlmStage {
                     let (epoch, token) = ctx.scope().request();
                     let epoch = epoch.max(d.epoch);
                     let stream = self.llm.stream(&request);
+                    ctx.push_up(Milestone::LlmRequested.frame(id, Instant::now()));
                     self.current = Some(InFlight {
                         id,
                         epoch,
@@ -150,6 +158,10 @@ impl Stage for LlmStage {
                     let epoch = cur.epoch;
                     match report {
                         Report::Event(LlmEvent::Text(t)) => {
+                            if cur.text.is_empty() && !t.is_empty() {
+                                let at = Instant::now();
+                                ctx.push_up(Milestone::LlmFirstToken.frame(*id, at));
+                            }
                             cur.text.push_str(t);
                             ctx.push(Frame::data(
                                 epoch,

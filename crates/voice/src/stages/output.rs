@@ -13,10 +13,17 @@
 //! upstream which utterance was cut and how much of it had been played
 //! ([`ControlFrame::PlaybackInterrupted`]) — the conversation turns that
 //! into what the caller heard.
+//!
+//! When an utterance's first frame goes to the sink, the player reports
+//! [`Milestone::FirstOutbound`] upstream (see [`crate::latency`]); a
+//! transport that learns when the far end *played* it reports
+//! [`Milestone::FirstHeard`] through a
+//! [`MilestoneReporter`](crate::latency::MilestoneReporter).
 
 use crate::floor::Floor;
 use crate::frames::{Audio, ControlFrame, Data, Epoch, Frame, UtteranceId};
 use crate::inbox::{ControlHandle, Receiver};
+use crate::latency::Milestone;
 use crate::pacing::PacingStats;
 use crate::scope::CallScope;
 use crate::stage::{Ctx, Direction, Stage};
@@ -246,6 +253,12 @@ impl<S: AudioSink> Player<S> {
         let mut progress = None;
         if let Some((pid, played)) = self.playing.as_mut() {
             if *pid == id {
+                if played.is_zero() {
+                    // The utterance's first frame is on the wire.
+                    let _ = self
+                        .up
+                        .push(Milestone::FirstOutbound.frame(id, Instant::now()));
+                }
                 *played += d;
                 if *played >= self.reported + PROGRESS_EVERY {
                     self.reported = *played;

@@ -12,10 +12,16 @@
 //! little to throw away, and a streaming vendor's socket does the waiting
 //! (TCP flow control) instead of our queues. The inboxes behind the stage
 //! still bound frames by count, as a backstop.
+//!
+//! **Milestones.** Per utterance, the stage reports upstream when its
+//! first sentence went to the voice ([`Milestone::TtsRequested`]) and
+//! when its first audio came back ([`Milestone::TtsFirstAudio`]): the
+//! voice's time to first audio is the difference (see [`crate::latency`]).
 
 use super::next;
 use crate::accountant::WordTiming;
 use crate::frames::{Audio, ControlFrame, Custom, Data, Epoch, Frame, SystemFrame, UtteranceId};
+use crate::latency::Milestone;
 use crate::stage::{Ctx, Direction, Stage};
 use futures_core::Stream;
 use std::collections::{HashMap, VecDeque};
@@ -213,7 +219,12 @@ impl TtsStage {
                     let (_, token) = ctx.scope().request();
                     self.seq += 1;
                     let seq = self.seq;
-                    let base = self.produced.get(&id).copied().unwrap_or_default();
+                    let base = self.produced.get(&id).copied();
+                    if base.is_none() {
+                        // The utterance's first sentence goes to the voice.
+                        ctx.push_up(Milestone::TtsRequested.frame(id, Instant::now()));
+                    }
+                    let base = base.unwrap_or_default();
                     self.produced.entry(id).or_default();
                     ctx.push_up(Frame::Control(ControlFrame::SpeechSynthesized {
                         id,
@@ -296,7 +307,12 @@ impl Stage for TtsStage {
                     let (id, epoch, base) = (cur.id, cur.epoch, cur.base);
                     match report {
                         Report::Event(TtsEvent::Audio(a)) => {
-                            *self.produced.entry(id).or_default() += a.duration();
+                            let produced = self.produced.entry(id).or_default();
+                            if produced.is_zero() && !a.duration().is_zero() {
+                                let at = Instant::now();
+                                ctx.push_up(Milestone::TtsFirstAudio.frame(id, at));
+                            }
+                            *produced += a.duration();
                             ctx.push(Frame::data(
                                 epoch,
                                 Data::OutputAudio {

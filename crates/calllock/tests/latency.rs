@@ -1,0 +1,320 @@
+//! Where a turn's time goes, end to end: a booking call through the real
+//! `calllock serve`, called by the Twilio-speaking phone of `calllock dial`
+//! over real WebSockets (marks echoed as Twilio does), then the stored
+//! record read back by the real `calllock calls show` and `calllock
+//! transcript` binaries against the same database.
+
+use calllock::config::Config;
+use calllock::dial::phone::{PhoneEvent, PhoneLog};
+use calllock::dial::{place_call, Answer, DialOptions};
+use calllock::latency::{ReplyKind, TurnLatency};
+use calllock::serve::Server;
+use serde_json::Value;
+use std::process::Command;
+use std::time::Duration;
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+
+const CPS: f64 = 60.0;
+
+struct Served {
+    server: Server,
+    cfg: Config,
+    _dir: tempfile::TempDir,
+}
+
+/// A server on a fresh SQLite database with fast speech and a 0.1 s
+/// model.
+async fn serve() -> Served {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cfg = Config {
+        database: dir.path().join("calls.db"),
+        instance: "latency-test".into(),
+        ..Config::default()
+    };
+    cfg.sim.llm_latency_s = 0.1;
+    cfg.sim.speech_chars_per_s = CPS;
+    cfg.outbox.poll_s = 0.2;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let server = Server::start(cfg.clone(), listener).await.unwrap();
+    Served {
+        server,
+        cfg,
+        _dir: dir,
+    }
+}
+
+impl Served {
+    fn dial(&self, from: &str) -> DialOptions {
+        DialOptions {
+            url: format!("http://{}", self.server.addr),
+            from: from.into(),
+            to: "+15125550000".into(),
+            auth_token: None,
+            chars_per_second: CPS,
+        }
+    }
+
+    /// The finished record of `call_id` (post-call done), waiting for it.
+    async fn record(&self, call_id: &str) -> store::CallRecord {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            if let Some(r) = self.server.store().get_call(call_id).await.unwrap() {
+                if r.ended_at.is_some() && !r.record.is_null() {
+                    return r;
+                }
+            }
+            assert!(Instant::now() < deadline, "no record for {call_id}");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+}
+
+/// A caller on the line: the phone plus its events.
+struct Caller {
+    phone: Option<calllock::dial::phone::Phone>,
+    rx: mpsc::UnboundedReceiver<PhoneEvent>,
+    /// Agent words since the caller last spoke.
+    words: Vec<String>,
+    speaking: bool,
+    quiet_since: Instant,
+    closed: bool,
+}
+
+impl Caller {
+    async fn call(o: &DialOptions) -> Caller {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let phone = match place_call(o, tx).await.unwrap() {
+            Answer::Connected(p) => p,
+            Answer::TurnedAway(t) => panic!("turned away: {t}"),
+        };
+        Caller {
+            phone: Some(phone),
+            rx,
+            words: Vec::new(),
+            speaking: false,
+            quiet_since: Instant::now(),
+            closed: false,
+        }
+    }
+
+    fn take(&mut self, e: PhoneEvent) {
+        match e {
+            PhoneEvent::AgentWord(w) => {
+                self.words.push(w);
+                self.speaking = true;
+            }
+            PhoneEvent::AgentQuiet | PhoneEvent::Cleared => {
+                self.speaking = false;
+                self.quiet_since = Instant::now();
+            }
+            PhoneEvent::Closed => self.closed = true,
+        }
+    }
+
+    async fn pump(&mut self, d: Duration) {
+        let until = Instant::now() + d;
+        while !self.closed {
+            tokio::select! {
+                e = self.rx.recv() => match e { Some(e) => self.take(e), None => self.closed = true },
+                _ = tokio::time::sleep_until(until) => return,
+            }
+        }
+    }
+
+    /// Wait until the agent said something and went quiet for 400 ms.
+    async fn agent_turn(&mut self) {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while !self.closed {
+            if !self.words.is_empty()
+                && !self.speaking
+                && self.quiet_since.elapsed() >= Duration::from_millis(400)
+            {
+                return;
+            }
+            assert!(Instant::now() < deadline, "the agent never answered");
+            self.pump(Duration::from_millis(20)).await;
+        }
+    }
+
+    /// Wait until the agent's words since the caller spoke contain `text`
+    /// and the agent is quiet again.
+    async fn until_said(&mut self, text: &str) {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while !self.words.join(" ").contains(text) {
+            assert!(
+                !self.closed && Instant::now() < deadline,
+                "never said {text:?}: {:?}",
+                self.words
+            );
+            self.pump(Duration::from_millis(20)).await;
+        }
+        self.agent_turn().await;
+    }
+
+    /// Say `text` after the agent's turn.
+    async fn turn(&mut self, text: &str) {
+        self.agent_turn().await;
+        self.words.clear();
+        self.phone.as_ref().unwrap().say(text);
+    }
+
+    async fn finish(mut self) -> PhoneLog {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !self.closed {
+            assert!(Instant::now() < deadline, "the call never ended");
+            self.pump(Duration::from_millis(50)).await;
+        }
+        self.phone.take().unwrap().finished().await
+    }
+}
+
+/// The caller lines of `examples/replays/booking.jsonl` (the last says goodbye).
+fn booking_lines() -> Vec<String> {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../examples/replays/booking.jsonl"
+    );
+    let items = calllock::script::parse(&std::fs::read_to_string(path).unwrap()).unwrap();
+    items
+        .into_iter()
+        .filter_map(|i| match i {
+            calllock::sim::ScriptItem::Caller { text, .. } => Some(text),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The `calllock` binary on `db`, never a developer's config.
+fn calllock(db: &std::path::Path, args: &[&str]) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_calllock"))
+        .env_remove("CALLLOCK_CONFIG")
+        .env_remove("CALLLOCK_DATABASE")
+        .env("HOME", std::env::temp_dir())
+        .env(
+            "XDG_DATA_HOME",
+            std::env::temp_dir().join("calllock-test-xdg"),
+        )
+        .arg("--db")
+        .arg(db)
+        .args(args)
+        .output()
+        .expect("calllock runs");
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(
+        out.status.success(),
+        "calllock {args:?}: {}\n{stdout}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout
+}
+
+/// Within `lo..=hi` ms.
+fn within(v: Option<f64>, lo: f64, hi: f64, what: &str, t: &TurnLatency) -> f64 {
+    let v = v.unwrap_or_else(|| panic!("turn {}: no {what}: {t:#?}", t.turn));
+    assert!(
+        (lo..=hi).contains(&v),
+        "turn {}: {what} {v} ms, not in {lo}..={hi}: {t:#?}",
+        t.turn
+    );
+    v
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_served_booking_call_records_where_each_turn_went() {
+    let s = serve().await;
+    let mut c = Caller::call(&s.dial("+15125559876")).await;
+    let sid = c.phone.as_ref().unwrap().call_sid.clone();
+    let lines = booking_lines();
+    let (to_confirm, bye) = (&lines[..8], lines.last().unwrap());
+    for line in to_confirm {
+        c.turn(line).await;
+    }
+    c.until_said("all set").await;
+    c.turn(bye).await;
+    let log = c.finish().await;
+    assert_eq!(log.clears, 0, "no barge-in in a polite call");
+    let rec = s.record(&sid).await;
+    assert_eq!(rec.booking_status, "confirmed", "{:#}", rec.record);
+
+    // The durable record: one `latency` event per answered caller turn.
+    let events = s.server.store().events(&sid).await.unwrap();
+    let turns = calllock::latency::from_events(&events);
+    let said = to_confirm.len() + 1;
+    eprintln!("{}", calllock::latency::render(&turns));
+    assert_eq!(turns.len(), said, "{turns:#?}");
+    let agent_events: Vec<&Value> = events
+        .iter()
+        .filter(|e| e.kind == "agent")
+        .map(|e| &e.data)
+        .collect();
+    for (i, t) in turns.iter().enumerate() {
+        assert_eq!(t.turn as usize, i + 1);
+        // The reply is the agent line answering the turn, as journaled.
+        let reply = agent_events
+            .iter()
+            .find(|d| d["msg_id"] == t.msg_id)
+            .unwrap_or_else(|| panic!("turn {}: no agent line {}", t.turn, t.msg_id));
+        let canned = reply["source"].as_str().unwrap_or("").starts_with("Canned");
+        assert_eq!(t.reply == ReplyKind::Canned, canned, "{t:#?} {reply}");
+        // Codec speech: the STT's endpointing and the VAD's stop are both
+        // 500 ms of silence, so the final comes with the stop.
+        within(t.stt_final_ms, -60.0, 60.0, "stt final", t);
+        let request = within(t.request_ms(), 0.0, 3000.0, "request", t);
+        if t.reply == ReplyKind::Llm {
+            // The offline model answers after `sim.llm_latency_s`.
+            within(t.llm_ms(), 95.0, 600.0, "llm first token", t);
+        }
+        // The offline voice's first audio comes after 150 ms.
+        within(t.tts_ms(), 145.0, 700.0, "tts first audio", t);
+        within(t.ours_after_ms(), 0.0, 300.0, "first audio → outbound", t);
+        within(t.ours_before_ms(), 0.0, 300.0, "ours before the request", t);
+        // Heard once the phone echoed a mark sent after some audio.
+        within(t.phone_ms(), 1.0, 2000.0, "outbound → heard", t);
+        assert!(t.heard_audio_ms.is_some_and(|ms| ms > 0), "{t:#?}");
+        let stages = [
+            t.stt_final_ms,
+            Some(request),
+            t.llm_first_token_ms.or(Some(request)),
+            t.tts_request_ms,
+            t.tts_first_audio_ms,
+            t.first_outbound_ms,
+            t.first_heard_ms,
+        ];
+        assert!(
+            stages.windows(2).all(|w| w[0] <= w[1]),
+            "stages in order: {t:#?}"
+        );
+    }
+    // The first turn waits for the caller lookup and the post-tool
+    // debounce (1.5 s), as their own stages, not as our time.
+    assert!(turns[0].tool_ms > 0.0, "{:#?}", turns[0]);
+    within(Some(turns[0].debounce_ms), 1400.0, 1700.0, "debounce", &turns[0]);
+    s.server.stop().await;
+
+    // The operator's view of the same database.
+    let db = &s.cfg.database;
+    let show = calllock(db, &["calls", "show", &sid]);
+    assert!(show.contains("latency by turn"), "{show}");
+    let rows = show
+        .lines()
+        .skip_while(|l| !l.starts_with("latency by turn"))
+        .skip(2)
+        .take_while(|l| !l.starts_with("latency summary"))
+        .count();
+    assert_eq!(rows, said, "{show}");
+    assert!(
+        show.contains(&format!("latency summary over {said} turns (ms; p50 / p95)")),
+        "{show}"
+    );
+    for row in ["stt final", "first heard", "stt final → request", "post-tool debounce"] {
+        assert!(show.contains(row), "{row}: {show}");
+    }
+    println!("{show}");
+    let transcript = calllock(db, &["transcript", &sid]);
+    assert!(transcript.contains("Caller: Yes, that's right"), "{transcript}");
+    assert!(transcript.contains("latency by turn"), "{transcript}");
+    let json: Value = serde_json::from_str(&calllock(db, &["calls", "show", &sid, "--json"])).unwrap();
+    assert_eq!(json["latency"]["turns"].as_array().map(Vec::len), Some(said));
+    assert!(json["latency"]["summary"]["vendors/tts first audio"]["p95"].is_number());
+}

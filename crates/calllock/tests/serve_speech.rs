@@ -1,0 +1,193 @@
+//! `calllock serve` with the production speech vendors, each a loopback
+//! fake speaking its real protocol: Deepgram live STT (WebSocket), Inworld
+//! TTS (streaming NDJSON over HTTP), Deepgram Aura TTS (streamed µ-law over
+//! HTTP), an OpenAI-compatible LLM and Twilio's REST API. The caller is the
+//! Twilio-speaking phone of `calllock dial`; the fakes speak and hear the
+//! offline speech codec, so every word crosses real sockets both ways.
+
+#[path = "support/fake_llm.rs"]
+mod fake_llm;
+#[path = "support/served.rs"]
+mod served;
+
+use calllock::config::Config;
+use providers::deepgram::aura_fake::{AuraBehaviour, FakeAura, FakeAuraConfig};
+use providers::deepgram::fake::{FakeBehaviour, FakeDeepgram};
+use providers::fake::http::FakeHttp;
+use providers::fake::openai::FakeOpenAi;
+use providers::inworld::fake::{Behaviour as InworldBehaviour, FakeConfig, FakeInworld};
+use served::*;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::time::Instant;
+
+/// Every vendor of a served call, faked on loopback.
+struct Vendors {
+    deepgram: FakeDeepgram,
+    inworld: FakeInworld,
+    aura: FakeAura,
+    llm: Arc<FakeOpenAi>,
+    twilio: FakeHttp,
+}
+
+impl Vendors {
+    async fn start() -> Vendors {
+        let llm = FakeOpenAi::start(vec![]).await;
+        llm.set_handler(Arc::new(fake_llm::llm_handler));
+        let twilio = FakeHttp::start();
+        Vendors {
+            deepgram: FakeDeepgram::start(FakeBehaviour::default()).await,
+            inworld: FakeInworld::start(FakeConfig {
+                chars_per_second: CPS,
+                ..FakeConfig::default()
+            })
+            .await,
+            aura: FakeAura::start(FakeAuraConfig {
+                chars_per_second: CPS,
+                ..FakeAuraConfig::default()
+            })
+            .await,
+            llm: Arc::new(llm),
+            twilio,
+        }
+    }
+
+    /// Point `cfg` at the fakes.
+    fn configure(&self, c: &mut Config) {
+        c.deepgram.api_key = "test-key".into();
+        c.deepgram.url = self.deepgram.base_url();
+        c.deepgram.tts_url = self.aura.base_url();
+        c.serve.vad = "codec".into(); // the test phone speaks the codec
+        c.inworld.api_key = "test-key".into();
+        c.inworld.url = self.inworld.base_url();
+        c.llm.base_url = self.llm.base_url();
+        c.llm.api_key = "test".into();
+        c.twilio.account_sid = ACCOUNT.into();
+        c.twilio.auth_token = TOKEN.into();
+        c.twilio.api_url = self.twilio.url();
+    }
+}
+
+/// The caller says `line` and the agent must start answering within 3 s of
+/// the line's end (no dead air); returns the agent's turn.
+async fn answered(c: &mut Caller, line: &str) -> String {
+    c.agent_turn().await;
+    c.say(line);
+    let speaking = Duration::from_secs_f64((line.len() as f64 + 1.0) / CPS);
+    tokio::time::sleep(speaking).await;
+    let waited = c.first_word_within(Duration::from_secs(6)).await;
+    assert!(
+        waited < Duration::from_secs(3),
+        "{waited:?} of dead air after {line:?}"
+    );
+    c.agent_turn().await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_booking_call_through_every_vendor() {
+    let v = Vendors::start().await;
+    let s = serve_with(|c| v.configure(c)).await;
+    let mut c = Caller::call(&s.dial("+15125559876")).await;
+    let sid = c.sid();
+    let hang_up = twilio_rest(&v.twilio, &sid);
+    let said = booking_lines();
+    let mut heard = Vec::new();
+    for line in &said {
+        heard.push(answered(&mut c, line).await);
+        if c.closed {
+            break;
+        }
+    }
+    let log = c.finish().await;
+    assert!(!log.caller_hung_up, "the agent ended the call");
+    let rec = s.record(&sid).await;
+    assert_eq!(rec.booking_status, "confirmed", "{:#}", rec.record);
+    assert_eq!(rec.customer_name, "Dana Fields");
+    // Every caller line reached the record through Deepgram, once.
+    let user: Vec<String> = lines(&rec.transcript)
+        .into_iter()
+        .filter(|(r, _)| r == "user")
+        .map(|(_, t)| t)
+        .collect();
+    assert_eq!(user, said);
+    // The LLM's words were spoken by Inworld and heard at the phone.
+    assert!(
+        heard.iter().any(|h| h.contains("Got it, thanks")),
+        "{heard:?}"
+    );
+    let asked = v.inworld.requests();
+    assert!(asked.len() >= said.len(), "{} requests", asked.len());
+    assert!(asked.iter().all(|r| r.body["voiceId"] == "Ashley"));
+    assert!(v.aura.requests().is_empty(), "the fallback was never needed");
+    // The agent hung up through Twilio's REST API, once.
+    assert_eq!(v.twilio.count(&hang_up), 1);
+    s.server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn inworld_down_then_aura_down_the_caller_always_hears_the_agent() {
+    let v = Vendors::start().await;
+    let s = serve_with(|c| {
+        v.configure(c);
+        c.tts.first_audio_timeout_s = 1.0;
+    })
+    .await;
+    let mut c = Caller::call(&s.dial("+15125559876")).await;
+    let sid = c.sid();
+    // Inworld answers, then errs after its first audio: the line is cut
+    // short in Inworld's voice (no other voice splices in).
+    answered(&mut c, "Hi, my AC stopped cooling last night").await;
+    let aura_before = v.aura.requests().len();
+    v.inworld.set_default(InworldBehaviour::ErrorAfter(1));
+    answered(&mut c, "No, nothing like that").await;
+    assert_eq!(v.aura.requests().len(), aura_before, "no fallback mid-line");
+    // Inworld errs before any audio: Aura says the line.
+    v.inworld.set_default(InworldBehaviour::ErrorBeforeAudio);
+    answered(&mut c, "78745").await;
+    assert!(v.aura.requests().len() > aura_before, "Aura spoke");
+    // Inworld hangs (the breaker is open by now or the 1 s bound passes)
+    // and Aura fails: the offline voice speaks.
+    v.inworld.set_default(InworldBehaviour::Hang);
+    v.aura
+        .set_behaviour(AuraBehaviour::Status(500, "{\"err_msg\":\"down\"}".into()));
+    answered(&mut c, "My name is Dana Fields").await;
+    answered(&mut c, "It's 4329 Franklin Street").await;
+    c.phone.as_ref().unwrap().hang_up();
+    c.finish().await;
+    let rec = s.record(&sid).await;
+    assert_eq!(rec.customer_name, "Dana Fields", "{:#}", rec.record);
+    s.server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_barge_in_during_a_slow_inworld_stream_cancels_it_and_nothing_stale_plays() {
+    let v = Vendors::start().await;
+    let s = serve_with(|c| v.configure(c)).await;
+    let mut c = Caller::call(&s.dial("+15125559876")).await;
+    c.agent_turn().await;
+    // From now on Inworld streams slowly: a word every 300 ms.
+    v.inworld
+        .set_default(InworldBehaviour::Slow(Duration::from_millis(300)));
+    let before = v.inworld.requests().len();
+    c.say("Hi, my AC stopped cooling last night");
+    c.first_word_within(Duration::from_secs(10)).await;
+    let slow = v.inworld.requests().len() - 1;
+    assert!(slow >= before, "the reply was asked of Inworld");
+    c.say("Sorry, hold on, it's actually the heater");
+    let t = Instant::now();
+    assert!(
+        v.inworld
+            .wait_for_disconnect(slow, Duration::from_secs(3))
+            .await,
+        "the slow request was never dropped"
+    );
+    let cancel = t.elapsed();
+    c.pump(Duration::from_secs(2)).await;
+    assert_eq!(c.clears, 1, "exactly one clear");
+    // Cancelled within the caller's line (the barge-in is heard in the
+    // first words): bounded well under the line itself.
+    assert!(cancel < Duration::from_millis(1500), "{cancel:?}");
+    c.phone.as_ref().unwrap().hang_up();
+    c.finish().await;
+    s.server.stop().await;
+}

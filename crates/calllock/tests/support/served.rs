@@ -1,0 +1,272 @@
+//! What the `calllock serve` end-to-end tests share: a server on a fresh
+//! database ([`serve_with`]), a Twilio-speaking caller with timing helpers
+//! ([`Caller`]), and the booking call of `examples/replays/booking.jsonl`.
+#![allow(dead_code)]
+
+use calllock::config::Config;
+use calllock::dial::phone::{PhoneEvent, PhoneLog};
+use calllock::dial::{place_call, Answer, DialOptions};
+use calllock::serve::Server;
+use providers::fake::http::{FakeHttp, FakeResponse};
+use serde_json::{json, Value};
+use std::time::Duration;
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+
+pub const CPS: f64 = 60.0;
+pub const ACCOUNT: &str = "AC0123456789abcdef0123456789abcdef";
+pub const TOKEN: &str = "test-auth-token";
+
+pub struct Served {
+    pub server: Server,
+    pub cfg: Config,
+    pub _dir: tempfile::TempDir,
+}
+
+/// A server on a fresh SQLite database with fast speech.
+pub async fn serve_with(f: impl FnOnce(&mut Config)) -> Served {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cfg = Config {
+        database: dir.path().join("calls.db"),
+        instance: "serve-test".into(),
+        ..Config::default()
+    };
+    cfg.sim.llm_latency_s = 0.1;
+    cfg.sim.speech_chars_per_s = CPS;
+    cfg.outbox.poll_s = 0.2;
+    f(&mut cfg);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let server = Server::start(cfg.clone(), listener).await.unwrap();
+    Served {
+        server,
+        cfg,
+        _dir: dir,
+    }
+}
+
+impl Served {
+    pub fn dial(&self, from: &str) -> DialOptions {
+        DialOptions {
+            url: format!("http://{}", self.server.addr),
+            from: from.into(),
+            to: "+15125550000".into(),
+            auth_token: self
+                .cfg
+                .twilio
+                .signed()
+                .then(|| self.cfg.twilio.auth_token.clone()),
+            chars_per_second: CPS,
+        }
+    }
+
+    /// The finished record of `call_id` (post-call done), waiting for it.
+    pub async fn record(&self, call_id: &str) -> store::CallRecord {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            if let Some(r) = self.server.store().get_call(call_id).await.unwrap() {
+                if r.ended_at.is_some() && !r.record.is_null() {
+                    return r;
+                }
+            }
+            assert!(Instant::now() < deadline, "no record for {call_id}");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+}
+
+/// A caller on the line: the phone plus its events, with timing helpers.
+pub struct Caller {
+    pub phone: Option<calllock::dial::phone::Phone>,
+    pub rx: mpsc::UnboundedReceiver<PhoneEvent>,
+    /// Agent words since the caller last spoke.
+    pub words: Vec<String>,
+    pub speaking: bool,
+    pub quiet_since: Instant,
+    pub closed: bool,
+    pub clears: usize,
+}
+
+impl Caller {
+    pub async fn call(o: &DialOptions) -> Caller {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let phone = match place_call(o, tx).await.unwrap() {
+            Answer::Connected(p) => p,
+            Answer::TurnedAway(t) => panic!("turned away: {t}"),
+        };
+        Caller {
+            phone: Some(phone),
+            rx,
+            words: Vec::new(),
+            speaking: false,
+            quiet_since: Instant::now(),
+            closed: false,
+            clears: 0,
+        }
+    }
+
+    pub fn sid(&self) -> String {
+        self.phone.as_ref().unwrap().call_sid.clone()
+    }
+
+    pub fn take(&mut self, e: PhoneEvent) {
+        match e {
+            PhoneEvent::AgentWord(w) => {
+                self.words.push(w);
+                self.speaking = true;
+            }
+            PhoneEvent::AgentQuiet => {
+                self.speaking = false;
+                self.quiet_since = Instant::now();
+            }
+            PhoneEvent::Cleared => {
+                self.clears += 1;
+                self.speaking = false;
+                self.quiet_since = Instant::now();
+            }
+            PhoneEvent::Closed => self.closed = true,
+        }
+    }
+
+    pub async fn pump(&mut self, d: Duration) {
+        let until = Instant::now() + d;
+        while !self.closed {
+            tokio::select! {
+                e = self.rx.recv() => match e { Some(e) => self.take(e), None => self.closed = true },
+                _ = tokio::time::sleep_until(until) => return,
+            }
+        }
+    }
+
+    /// Wait until the agent said something and went quiet for 400 ms.
+    pub async fn agent_turn(&mut self) -> String {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while !self.closed {
+            if !self.words.is_empty()
+                && !self.speaking
+                && self.quiet_since.elapsed() >= Duration::from_millis(400)
+            {
+                break;
+            }
+            assert!(Instant::now() < deadline, "the agent never answered");
+            self.pump(Duration::from_millis(20)).await;
+        }
+        self.words.join(" ")
+    }
+
+    /// Wait until the agent's words since the caller spoke contain `text`
+    /// and the agent is quiet again.
+    pub async fn until_said(&mut self, text: &str) {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while !self.words.join(" ").contains(text) {
+            assert!(
+                !self.closed && Instant::now() < deadline,
+                "never said {text:?}: {:?}",
+                self.words
+            );
+            self.pump(Duration::from_millis(20)).await;
+        }
+        self.agent_turn().await;
+    }
+
+    /// Wait for the first agent word after now; returns how long it took.
+    pub async fn first_word_within(&mut self, limit: Duration) -> Duration {
+        let t = Instant::now();
+        let n = self.words.len();
+        while self.words.len() == n && !self.closed && t.elapsed() < limit {
+            self.pump(Duration::from_millis(10)).await;
+        }
+        assert!(self.words.len() > n, "no agent word within {limit:?}");
+        t.elapsed()
+    }
+
+    pub fn say(&mut self, text: &str) {
+        self.words.clear();
+        self.phone.as_ref().unwrap().say(text);
+    }
+
+    /// Say `text` after the agent's turn; returns the agent's turn.
+    pub async fn turn(&mut self, text: &str) -> String {
+        let heard = self.agent_turn().await;
+        self.say(text);
+        heard
+    }
+
+    pub async fn until_closed(&mut self) {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !self.closed {
+            assert!(Instant::now() < deadline, "the call never ended");
+            self.pump(Duration::from_millis(50)).await;
+        }
+    }
+
+    pub async fn finish(mut self) -> PhoneLog {
+        self.until_closed().await;
+        self.phone.take().unwrap().finished().await
+    }
+}
+
+/// (role, content) of the user and agent lines of a transcript.
+pub fn lines(transcript: &Value) -> Vec<(String, String)> {
+    transcript
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["role"] == "user" || e["role"] == "agent")
+        .map(|e| {
+            (
+                e["role"].as_str().unwrap().to_string(),
+                e["content"].as_str().unwrap_or("").to_string(),
+            )
+        })
+        .collect()
+}
+
+/// The caller lines of `examples/replays/booking.jsonl` (the last says goodbye).
+pub fn booking_lines() -> Vec<String> {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../examples/replays/booking.jsonl"
+    );
+    let items = calllock::script::parse(&std::fs::read_to_string(path).unwrap()).unwrap();
+    items
+        .into_iter()
+        .filter_map(|i| match i {
+            calllock::sim::ScriptItem::Caller { text, .. } => Some(text),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The booking of `examples/replays/booking.jsonl` from +15125559876: up
+/// to "Yes, that's right" (the read-back), the booking ("one moment…",
+/// then "all set"), then the goodbye. Returns the call SID, the phone's
+/// log and the caller lines said.
+pub async fn booking_call(s: &Served) -> (String, PhoneLog, Vec<String>) {
+    let mut c = Caller::call(&s.dial("+15125559876")).await;
+    let sid = c.sid();
+    let lines_said = booking_lines();
+    let (to_confirm, bye) = (&lines_said[..8], lines_said.last().unwrap());
+    for line in to_confirm {
+        c.turn(line).await;
+    }
+    c.until_said("all set").await;
+    c.turn(bye).await;
+    let said = to_confirm.iter().chain([bye]).cloned().collect();
+    (sid, c.finish().await, said)
+}
+
+
+/// Script the fake Twilio REST API to accept the hang-up of `call_sid`;
+/// returns the path it is posted to.
+pub fn twilio_rest(fake: &FakeHttp, call_sid: &str) -> String {
+    let path = format!("/2010-04-01/Accounts/{ACCOUNT}/Calls/{call_sid}.json");
+    fake.set(
+        &path,
+        vec![FakeResponse::json(
+            200,
+            json!({"sid": call_sid, "status": "completed"}),
+        )],
+    );
+    path
+}
+
