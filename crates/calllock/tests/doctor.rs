@@ -86,33 +86,90 @@ fn doctor_sends_an_authenticated_request_and_fails_on_a_500() {
 }
 
 /// `calllock doctor` with Deepgram at `url` and `key` (nothing else set).
-fn doctor_stt(url: &str, key: &str) -> (bool, String) {
+/// `calllock doctor` with these variables (and no other vendor).
+fn doctor_with(vars: &[(&str, &str)]) -> (bool, String) {
     let dir = tempfile::tempdir().unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_calllock"))
-        .env_remove("CALLLOCK_CONFIG")
-        .env_remove("OPENAI_API_KEY")
-        .env_remove("V2_BACKEND_URL")
-        .env_remove("DASHBOARD_JOBS_URL")
-        .env("CALLLOCK_DATABASE", dir.path().join("d.db"))
-        .env("DEEPGRAM_API_KEY", key)
-        .env("CALLLOCK_DEEPGRAM_URL", url)
-        .arg("doctor")
-        .output()
-        .unwrap();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_calllock"));
+    for v in [
+        "CALLLOCK_CONFIG",
+        "OPENAI_API_KEY",
+        "V2_BACKEND_URL",
+        "DASHBOARD_JOBS_URL",
+        "DEEPGRAM_API_KEY",
+        "INWORLD_API_KEY",
+    ] {
+        cmd.env_remove(v);
+    }
+    cmd.env("CALLLOCK_DATABASE", dir.path().join("d.db"));
+    for (k, v) in vars {
+        cmd.env(k, v);
+    }
+    let out = cmd.arg("doctor").output().unwrap();
     (
         out.status.success(),
         String::from_utf8_lossy(&out.stdout).to_string(),
     )
 }
 
+/// Deepgram (live socket and Aura) at the fakes with `key`.
+fn doctor_stt(url: &str, tts_url: &str, key: &str) -> (bool, String) {
+    doctor_with(&[
+        ("DEEPGRAM_API_KEY", key),
+        ("CALLLOCK_DEEPGRAM_URL", url),
+        ("CALLLOCK_DEEPGRAM_TTS_URL", tts_url),
+    ])
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn doctor_checks_the_voices_and_names_a_refused_inworld_key() {
+    use providers::inworld::fake::{FakeConfig, FakeInworld};
+    let iw = FakeInworld::start(FakeConfig::default()).await;
+    let url = iw.base_url();
+    let run = |key: &'static str| {
+        let url = url.clone();
+        tokio::task::spawn_blocking(move || {
+            doctor_with(&[("INWORLD_API_KEY", key), ("CALLLOCK_INWORLD_URL", &url)])
+        })
+    };
+    let (healthy, report) = run("test-key").await.unwrap();
+    assert!(healthy, "{report}");
+    assert!(
+        report
+            .lines()
+            .any(|l| l.starts_with("ok") && l.contains("tts") && l.contains("Inworld at")),
+        "{report}"
+    );
+    assert!(
+        report
+            .lines()
+            .any(|l| l.contains("speaks with Inworld, then the offline voice")),
+        "{report}"
+    );
+    let (healthy, report) = run("wrong-secret-key").await.unwrap();
+    assert!(!healthy, "{report}");
+    assert!(
+        report.lines().any(|l| l.starts_with("FAIL")
+            && l.contains("tts")
+            && l.contains("INWORLD_API_KEY")),
+        "{report}"
+    );
+    assert!(!report.contains("wrong-secret-key"), "the key is never printed");
+    // No voice configured: the offline voice, and healthy.
+    let (healthy, report) = tokio::task::spawn_blocking(|| doctor_with(&[])).await.unwrap();
+    assert!(healthy, "{report}");
+    assert!(report.contains("the offline speech codec only"), "{report}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn doctor_opens_a_deepgram_socket_with_the_key_and_names_a_refused_one() {
     use providers::deepgram::fake::{FakeBehaviour, FakeDeepgram};
     let dg = FakeDeepgram::start(FakeBehaviour::default()).await;
+    let aura = providers::deepgram::aura_fake::FakeAura::start(Default::default()).await;
     let url = dg.base_url();
+    let tts_url = aura.base_url();
     let (healthy, report) = tokio::task::spawn_blocking({
-        let url = url.clone();
-        move || doctor_stt(&url, "test-key")
+        let (url, tts_url) = (url.clone(), tts_url.clone());
+        move || doctor_stt(&url, &tts_url, "test-key")
     })
     .await
     .unwrap();
@@ -123,11 +180,17 @@ async fn doctor_opens_a_deepgram_socket_with_the_key_and_names_a_refused_one() {
             .any(|l| l.starts_with("ok") && l.contains("stt") && l.contains("opens a socket")),
         "{report}"
     );
+    assert!(
+        report
+            .lines()
+            .any(|l| l.starts_with("ok") && l.contains("Deepgram Aura at")),
+        "{report}"
+    );
     let log = dg.log();
     assert_eq!(log.connections, 1);
     assert_eq!(log.binary_frames, 0, "a probe sends no audio");
     let (healthy, report) =
-        tokio::task::spawn_blocking(move || doctor_stt(&url, "wrong-secret-key"))
+        tokio::task::spawn_blocking(move || doctor_stt(&url, &tts_url, "wrong-secret-key"))
             .await
             .unwrap();
     assert!(!healthy, "{report}");

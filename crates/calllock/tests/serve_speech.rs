@@ -191,3 +191,85 @@ async fn a_barge_in_during_a_slow_inworld_stream_cancels_it_and_nothing_stale_pl
     c.finish().await;
     s.server.stop().await;
 }
+
+/// The user lines of a finished call's transcript.
+fn user_lines(rec: &store::CallRecord) -> Vec<String> {
+    lines(&rec.transcript)
+        .into_iter()
+        .filter(|(r, _)| r == "user")
+        .map(|(_, t)| t)
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deepgram_socket_dropped_mid_utterance_loses_no_word() {
+    let v = Vendors::start().await;
+    v.deepgram.set_behaviour(FakeBehaviour {
+        drop_after_words: Some(4),
+        ..FakeBehaviour::default()
+    });
+    let s = serve_with(|c| v.configure(c)).await;
+    let mut c = Caller::call(&s.dial("+15125559876")).await;
+    let sid = c.sid();
+    let line = "Hi, my AC stopped cooling last night";
+    answered(&mut c, line).await;
+    answered(&mut c, "No, nothing like that").await;
+    c.phone.as_ref().unwrap().hang_up();
+    c.finish().await;
+    let rec = s.record(&sid).await;
+    assert_eq!(user_lines(&rec), [line, "No, nothing like that"]);
+    assert_eq!(v.deepgram.log().connections, 2, "reconnected once");
+    s.server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deepgram_never_finalizing_still_ends_every_turn() {
+    let v = Vendors::start().await;
+    v.deepgram.set_behaviour(FakeBehaviour {
+        speech_final: false, // only UtteranceEnd ends an utterance
+        ..FakeBehaviour::default()
+    });
+    let s = serve_with(|c| v.configure(c)).await;
+    let mut c = Caller::call(&s.dial("+15125559876")).await;
+    let sid = c.sid();
+    answered(&mut c, "Hi, my AC stopped cooling last night").await;
+    answered(&mut c, "No, nothing like that").await;
+    c.phone.as_ref().unwrap().hang_up();
+    c.finish().await;
+    let rec = s.record(&sid).await;
+    assert_eq!(
+        user_lines(&rec),
+        ["Hi, my AC stopped cooling last night", "No, nothing like that"]
+    );
+    s.server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deepgram_refusing_the_key_ends_the_call_with_an_apology_and_a_callback() {
+    let v = Vendors::start().await;
+    v.deepgram.set_behaviour(FakeBehaviour {
+        refuse: Some(401),
+        ..FakeBehaviour::default()
+    });
+    let s = serve_with(|c| v.configure(c)).await;
+    let mut c = Caller::call(&s.dial("+15125550444")).await;
+    let sid = c.sid();
+    let hang_up = twilio_rest(&v.twilio, &sid);
+    c.until_said("trouble hearing you").await;
+    let log = c.finish().await;
+    assert!(!log.caller_hung_up, "the agent ended the call");
+    let rec = s.record(&sid).await;
+    assert_eq!(rec.final_state, "callback", "{:#}", rec.record);
+    let cbs = s.server.store().open_callbacks(10).await.unwrap();
+    assert!(cbs.iter().any(|c| c.phone == "+15125550444"), "{cbs:?}");
+    let said: Vec<(String, String)> = lines(&rec.transcript);
+    assert_eq!(
+        said.iter()
+            .filter(|(_, t)| t.contains("trouble hearing you"))
+            .count(),
+        1,
+        "the apology is said once: {said:?}"
+    );
+    assert_eq!(v.twilio.count(&hang_up), 1);
+    s.server.stop().await;
+}

@@ -127,6 +127,9 @@ pub(super) struct TurnClocks {
     origin: (Instant, f64),
     /// The VAD hears the caller.
     speaking: bool,
+    /// The VAD's last stop, while it may still end the speech of a final
+    /// to come: a final uses it up, and words heard after it prove it was
+    /// a pause, not the end.
     last_stop: Option<Instant>,
     current: Option<Turn>,
     answered: u32,
@@ -177,10 +180,24 @@ impl TurnClocks {
         }
     }
 
+    /// The STT heard words (an interim result). After the VAD's stop,
+    /// they mean that stop did not end the speech: an utterance too short
+    /// for the VAD to start on (0.4 s by default: "yes") follows, and the
+    /// turn counts from its final instead.
+    pub(super) fn caller_words(&mut self) {
+        if !self.speaking {
+            self.last_stop = None;
+        }
+    }
+
     /// A final transcript the engine will answer arrived at `at`. Returns
     /// the previous turn when it is done (it had its reply).
     pub(super) fn stt_final(&mut self, at: Instant) -> Option<TurnLatency> {
-        let speech_end = if self.speaking { None } else { self.last_stop };
+        let speech_end = if self.speaking {
+            None
+        } else {
+            self.last_stop.take()
+        };
         let awaiting_stop = self.speaking;
         match self.current.as_mut() {
             Some(t) if t.reply.is_none() => {
@@ -371,6 +388,33 @@ mod tests {
         assert_eq!(done.reply, ReplyKind::Canned);
         assert_eq!(done.stt_final_ms, Some(400.0));
         assert_eq!(done.first_outbound_ms, None);
+    }
+
+    #[test]
+    fn speech_the_vad_missed_counts_from_its_final() {
+        let t0 = Instant::now();
+        let mut c = TurnClocks::new(t0, 0.0);
+        c.set_answering(true);
+        c.caller_started();
+        c.caller_stopped(t0 + ms(1000));
+        c.stt_final(t0 + ms(1000));
+        c.reply(1, ReplyKind::Llm, t0 + ms(1000));
+        // "Yes": too short for the VAD, heard by the STT only. The last
+        // stop was the previous turn's.
+        c.caller_words();
+        let first = c.stt_final(t0 + ms(6000)).expect("the first turn");
+        assert_eq!(first.anchor, Anchor::SpeechEnd);
+        c.reply(2, ReplyKind::Llm, t0 + ms(6000));
+        // Noise the VAD took for speech, then a short word: the noise's
+        // stop is not the word's end.
+        c.caller_started();
+        c.caller_stopped(t0 + ms(8000));
+        c.caller_words();
+        let second = c.stt_final(t0 + ms(9000)).expect("the second turn");
+        assert_eq!((second.anchor, second.stt_final_ms), (Anchor::SttFinal, Some(0.0)));
+        c.reply(3, ReplyKind::Llm, t0 + ms(9000));
+        let third = c.finish().expect("the third turn");
+        assert_eq!((third.anchor, third.stt_final_ms), (Anchor::SttFinal, Some(0.0)));
     }
 
     #[test]

@@ -569,6 +569,7 @@ impl Stage for ConversationStage {
             Frame::Data(d) => match d.data {
                 Data::Transcript { text, is_final } => {
                     if !is_final && !text.trim().is_empty() {
+                        self.clocks.caller_words();
                         self.feed(Input::CallerSpeaking, ctx);
                     }
                     if is_final {
