@@ -148,14 +148,19 @@ async fn doctor_checks_the_voices_and_names_a_refused_inworld_key() {
     let (healthy, report) = run("wrong-secret-key").await.unwrap();
     assert!(!healthy, "{report}");
     assert!(
-        report.lines().any(|l| l.starts_with("FAIL")
-            && l.contains("tts")
-            && l.contains("INWORLD_API_KEY")),
+        report
+            .lines()
+            .any(|l| l.starts_with("FAIL") && l.contains("tts") && l.contains("INWORLD_API_KEY")),
         "{report}"
     );
-    assert!(!report.contains("wrong-secret-key"), "the key is never printed");
+    assert!(
+        !report.contains("wrong-secret-key"),
+        "the key is never printed"
+    );
     // No voice configured: the offline voice, and healthy.
-    let (healthy, report) = tokio::task::spawn_blocking(|| doctor_with(&[])).await.unwrap();
+    let (healthy, report) = tokio::task::spawn_blocking(|| doctor_with(&[]))
+        .await
+        .unwrap();
     assert!(healthy, "{report}");
     assert!(report.contains("the offline speech codec only"), "{report}");
 }

@@ -118,7 +118,10 @@ async fn a_booking_call_through_every_vendor() {
     let asked = v.inworld.requests();
     assert!(asked.len() >= said.len(), "{} requests", asked.len());
     assert!(asked.iter().all(|r| r.body["voiceId"] == "Ashley"));
-    assert!(v.aura.requests().is_empty(), "the fallback was never needed");
+    assert!(
+        v.aura.requests().is_empty(),
+        "the fallback was never needed"
+    );
     // The agent hung up through Twilio's REST API, once.
     assert_eq!(v.twilio.count(&hang_up), 1);
     s.server.stop().await;
@@ -239,7 +242,10 @@ async fn deepgram_never_finalizing_still_ends_every_turn() {
     let rec = s.record(&sid).await;
     assert_eq!(
         user_lines(&rec),
-        ["Hi, my AC stopped cooling last night", "No, nothing like that"]
+        [
+            "Hi, my AC stopped cooling last night",
+            "No, nothing like that"
+        ]
     );
     s.server.stop().await;
 }
@@ -271,5 +277,28 @@ async fn deepgram_refusing_the_key_ends_the_call_with_an_apology_and_a_callback(
         "the apology is said once: {said:?}"
     );
     assert_eq!(v.twilio.count(&hang_up), 1);
+    s.server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deepgram_hearing_but_never_answering_is_caught_by_the_watchdog() {
+    let v = Vendors::start().await;
+    v.deepgram.set_behaviour(FakeBehaviour {
+        silent: true,
+        ..FakeBehaviour::default()
+    });
+    let s = serve_with(|c| v.configure(c)).await;
+    let mut c = Caller::call(&s.dial("+15125550555")).await;
+    let sid = c.sid();
+    // The greeting plays; the caller answers; Deepgram says nothing. The
+    // socket is reopened once, then given up: an apology, not dead air.
+    answered(&mut c, "Hi, my AC stopped cooling last night").await;
+    c.until_said("trouble hearing you").await;
+    c.finish().await;
+    let rec = s.record(&sid).await;
+    assert_eq!(rec.final_state, "callback", "{:#}", rec.record);
+    assert_eq!(v.deepgram.log().connections, 2, "reopened once");
+    let cbs = s.server.store().open_callbacks(10).await.unwrap();
+    assert!(cbs.iter().any(|c| c.phone == "+15125550555"), "{cbs:?}");
     s.server.stop().await;
 }

@@ -168,3 +168,59 @@ async fn finalize_is_answered_or_the_words_are_taken_after_a_bounded_wait() {
     let (got, _) = finals(&mut rx, 1, Duration::from_secs(5)).await;
     assert_eq!(got, ["I have to go"]);
 }
+
+/// Every event until `wait` passed or the task ended.
+async fn events_for(rx: &mut UnboundedReceiver<LiveEvent>, wait: Duration) -> Vec<LiveEvent> {
+    let until = tokio::time::Instant::now() + wait;
+    let mut all = Vec::new();
+    while let Ok(Some(e)) = tokio::time::timeout_at(until, rx.recv()).await {
+        all.push(e);
+    }
+    all
+}
+
+#[tokio::test]
+async fn a_socket_that_goes_quiet_is_reopened_once_then_given_up() {
+    let fake = FakeDeepgram::start(FakeBehaviour {
+        silent: true, // hears audio, never answers
+        ..FakeBehaviour::default()
+    })
+    .await;
+    let mut cfg = config(&fake);
+    cfg.stall_after = Duration::from_millis(300);
+    let (h, mut rx) = spawn(cfg);
+    say(&h, "My name is Dana Fields", 300);
+    h.finalize(); // the VAD heard the caller stop
+    let all = events_for(&mut rx, Duration::from_secs(5)).await;
+    assert!(
+        matches!(all.first(), Some(LiveEvent::Reconnected { .. })),
+        "{all:?}"
+    );
+    assert!(
+        matches!(all.last(), Some(LiveEvent::Failed(why)) if why.contains("stopped answering")),
+        "{all:?}"
+    );
+    let log = fake.log();
+    assert_eq!(log.connections, 2, "reopened once");
+    assert_eq!(
+        log.finalizes, 2,
+        "the replay is finalized on the new socket"
+    );
+}
+
+#[tokio::test]
+async fn an_unanswered_finalize_after_speech_is_no_stall() {
+    let fake = FakeDeepgram::start(FakeBehaviour::default()).await;
+    let mut cfg = config(&fake);
+    cfg.stall_after = Duration::from_millis(300);
+    let (h, mut rx) = spawn(cfg);
+    say(&h, "It's 78745", 700);
+    let (got, _) = finals(&mut rx, 1, Duration::from_secs(10)).await;
+    assert_eq!(got, ["It's 78745"]);
+    // Deepgram answered with speech_final already: this Finalize finds
+    // nothing pending, and the fake (like Deepgram) need not answer.
+    h.finalize();
+    let all = events_for(&mut rx, Duration::from_secs(1)).await;
+    assert!(all.is_empty(), "{all:?}");
+    assert_eq!(fake.log().connections, 1);
+}

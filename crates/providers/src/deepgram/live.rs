@@ -18,6 +18,13 @@
 //!   results — at most [`LiveConfig::replay_limit`] of it — is sent again,
 //!   so no words are lost; a refused handshake (bad key, any 4xx) is final:
 //!   [`LiveEvent::Failed`], and the call goes on without Deepgram;
+//! * a socket that goes quiet is a dead socket (Pipecat #5240, #5735:
+//!   no error, no close, no transcripts): when the VAD heard the caller
+//!   stop (`Finalize`) and Deepgram sent nothing at all since the previous
+//!   `Finalize` nor within [`LiveConfig::stall_after`] of this one, the
+//!   socket is dropped and reopened with the replay, once; a second stall
+//!   in a row is [`LiveEvent::Failed`] (the call ends politely with a
+//!   callback rather than leaving the caller talking to nobody);
 //! * at the end, `CloseStream`, the last results (bounded), then close.
 
 use super::listen::{self, ListenOptions, ServerMessage, CLOSE_STREAM, FINALIZE, KEEP_ALIVE};
@@ -55,6 +62,9 @@ pub struct LiveConfig {
     pub connect_timeout: Duration,
     /// How long the last results are waited for after `CloseStream`.
     pub close_wait: Duration,
+    /// A `Finalize` with nothing at all from Deepgram since the previous
+    /// one and for this long after it: the socket is stalled.
+    pub stall_after: Duration,
 }
 
 impl std::fmt::Debug for LiveConfig {
@@ -83,6 +93,7 @@ impl LiveConfig {
                 .collect(),
             connect_timeout: Duration::from_secs(5),
             close_wait: Duration::from_secs(2),
+            stall_after: Duration::from_secs(1),
         }
     }
 }
@@ -259,6 +270,8 @@ enum SocketEnd {
     Closed,
     /// The socket dropped: reconnect.
     Dropped(String),
+    /// The socket went quiet (see the module docs): reconnect once.
+    Stalled,
 }
 
 struct Task {
@@ -269,6 +282,14 @@ struct Task {
     replay: Replay,
     /// Call-clock seconds of audio received from the call.
     received: f64,
+    /// Messages received from Deepgram (any socket).
+    messages: u64,
+    /// `messages` when the last stall check passed (or a socket opened).
+    quiet_from: u64,
+    /// When the pending stall check is due.
+    stall_at: Option<Instant>,
+    /// Stalls in a row, with no message from Deepgram between them.
+    stalls: u32,
 }
 
 async fn run(
@@ -283,6 +304,10 @@ async fn run(
         events,
         replay: Replay::default(),
         received: 0.0,
+        messages: 0,
+        quiet_from: 0,
+        stall_at: None,
+        stalls: 0,
     };
     let mut failures = 0usize;
     let mut reconnecting = false;
@@ -320,6 +345,17 @@ async fn run(
             SocketEnd::Closed => return,
             SocketEnd::Dropped(why) => {
                 tracing::warn!(error = %why, "Deepgram socket dropped mid-call; reconnecting");
+                reconnecting = true;
+                failures = 0;
+            }
+            SocketEnd::Stalled if task.stalls >= 2 => {
+                let why = "Deepgram stopped answering (stalled twice)".to_string();
+                tracing::error!(error = %why, "Deepgram STT unusable for this call");
+                task.fail(why);
+                return;
+            }
+            SocketEnd::Stalled => {
+                tracing::warn!("Deepgram sent nothing for an utterance; reconnecting");
                 reconnecting = true;
                 failures = 0;
             }
@@ -367,9 +403,30 @@ impl Task {
         }
     }
 
+    /// A `Finalize` went out: check for a stall after `stall_after`.
+    fn arm_stall_check(&mut self) {
+        if self.stall_at.is_none() {
+            self.stall_at = Some(Instant::now() + self.cfg.stall_after);
+        }
+    }
+
+    /// The stall check is due: true if Deepgram sent nothing since the
+    /// last check passed.
+    fn stalled(&mut self) -> bool {
+        self.stall_at = None;
+        if self.messages > self.quiet_from {
+            self.quiet_from = self.messages;
+            return false;
+        }
+        self.stalls += 1;
+        true
+    }
+
     /// Run one open socket until the call closes or the socket drops.
     async fn serve(&mut self, socket: Socket) -> SocketEnd {
         let (mut tx, mut rx) = socket.split();
+        self.quiet_from = self.messages;
+        let after_stall = self.stall_at.take().is_some() || self.stalls > 0;
         // This socket's audio starts where Deepgram's coverage ended.
         let offset = self.replay.start;
         if !self.replay.bytes.is_empty() {
@@ -385,6 +442,15 @@ impl Task {
                     return SocketEnd::Dropped(e.to_string());
                 }
             }
+        }
+        if after_stall {
+            // The caller had stopped when the old socket stalled: ask for
+            // the replayed words at once, and watch this socket too.
+            if let Err(e) = tx.send(Message::text(FINALIZE)).await {
+                return SocketEnd::Dropped(e.to_string());
+            }
+            self.utterances.finalize_sent(Instant::now());
+            self.arm_stall_check();
         }
         let mut last_sent = Instant::now();
         loop {
@@ -404,6 +470,7 @@ impl Task {
                             return SocketEnd::Dropped(e.to_string());
                         }
                         self.utterances.finalize_sent(Instant::now());
+                        self.arm_stall_check();
                         last_sent = Instant::now();
                     }
                     None => {
@@ -432,11 +499,18 @@ impl Task {
                         self.emit(h);
                     }
                 }
+                _ = sleep_until_some(self.stall_at) => {
+                    if self.stalled() {
+                        return SocketEnd::Stalled;
+                    }
+                }
             }
         }
     }
 
     fn on_text(&mut self, text: &str, offset: f64) {
+        self.messages += 1;
+        self.stalls = 0;
         match listen::parse(text) {
             Ok(ServerMessage::Error { description }) => {
                 tracing::warn!(error = %description, "Deepgram reported an error");
