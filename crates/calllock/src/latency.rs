@@ -183,10 +183,16 @@ type Measure = fn(&TurnLatency) -> Option<f64>;
 const ROWS: &[(&str, &str, Measure)] = &[
     ("after speech end", "stt final", |t| t.stt_final_ms),
     ("after speech end", "llm request", |t| t.llm_request_ms),
-    ("after speech end", "llm first token", |t| t.llm_first_token_ms),
+    ("after speech end", "llm first token", |t| {
+        t.llm_first_token_ms
+    }),
     ("after speech end", "tts request", |t| t.tts_request_ms),
-    ("after speech end", "tts first audio", |t| t.tts_first_audio_ms),
-    ("after speech end", "first outbound", |t| t.first_outbound_ms),
+    ("after speech end", "tts first audio", |t| {
+        t.tts_first_audio_ms
+    }),
+    ("after speech end", "first outbound", |t| {
+        t.first_outbound_ms
+    }),
     ("after speech end", "first heard", |t| t.first_heard_ms),
     ("ours", "stt final → request", TurnLatency::ours_before_ms),
     ("ours", "first audio → outbound", TurnLatency::ours_after_ms),
@@ -197,7 +203,9 @@ const ROWS: &[(&str, &str, Measure)] = &[
     ("vendors", "backend tools", |t| Some(t.tool_ms)),
     ("vendors", "scoped reply", |t| Some(t.scoped_ms)),
     ("policy waits", "endpointing (+ stt)", |t| t.stt_final_ms),
-    ("policy waits", "post-tool debounce", |t| Some(t.debounce_ms)),
+    ("policy waits", "post-tool debounce", |t| {
+        Some(t.debounce_ms)
+    }),
     ("policy waits", "first sentence", TurnLatency::sentence_ms),
 ];
 
@@ -302,7 +310,9 @@ pub fn render(turns: &[TurnLatency]) -> String {
         }
         let line = match spread {
             None => "-".to_string(),
-            Some(s) if s.n == turns.len() => format!("{:>7} / {:>7}", ms(Some(s.p50)), ms(Some(s.p95))),
+            Some(s) if s.n == turns.len() => {
+                format!("{:>7} / {:>7}", ms(Some(s.p50)), ms(Some(s.p95)))
+            }
             Some(s) => format!(
                 "{:>7} / {:>7}  ({} turns)",
                 ms(Some(s.p50)),
@@ -377,7 +387,7 @@ mod tests {
 
     #[test]
     fn stored_form_round_trips_and_renders() {
-        let turns = vec![turn(2, None), turn(1, Some(2511.0))];
+        let turns = [turn(2, None), turn(1, Some(2511.0))];
         let events: Vec<store::StoredEvent> = turns
             .iter()
             .enumerate()
@@ -396,7 +406,10 @@ mod tests {
         assert!(text.contains("latency by turn"), "{text}");
         assert!(text.contains("   1 llm"), "{text}");
         assert!(text.contains("latency summary over 2 turns"), "{text}");
-        assert!(text.contains("(1 turns)"), "first heard on one turn: {text}");
+        assert!(
+            text.contains("(1 turns)"),
+            "first heard on one turn: {text}"
+        );
         let j = to_json(&back);
         assert_eq!(j["summary"]["vendors/llm first token"]["p50"], 300.0);
         assert!(render(&[]).is_empty());

@@ -77,7 +77,8 @@ pub async fn transcript(store: &store::Store, id: &str, gap_s: f64, json_out: bo
         }
     }
     println!("{}", format_transcript(&dump, gap_s));
-    print!("{}", crate::latency::render(&call_latency(store, id).await?));
+    let turns = call_latency(store, id).await?;
+    print!("{}", crate::latency::render(&turns));
     Ok(())
 }
 

@@ -2,16 +2,16 @@
 //! Twilio-speaking phone of `calllock dial` over real WebSockets, with the
 //! vendors it talks to (Twilio REST, the LLM) as loopback fakes.
 
-
 #[path = "support/served.rs"]
 mod served;
 
-use calllock::dial::phone::PhoneEvent;
+use calllock::dial::{place_call, Answer};
 use calllock::serve::live::Ending;
-use providers::fake::http::{FakeHttp, FakeResponse};
-use serde_json::json;
+use providers::fake::http::FakeHttp;
+use serde_json::Value;
 use served::*;
 use std::time::Duration;
+use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

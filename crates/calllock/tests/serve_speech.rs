@@ -190,7 +190,9 @@ async fn a_barge_in_during_a_slow_inworld_stream_cancels_it_and_nothing_stale_pl
     c.pump(Duration::from_millis(600)).await;
     let slow = v.inworld.requests().len() - 1;
     assert!(
-        v.inworld.requests()[slow].text().starts_with("Okay, I can help"),
+        v.inworld.requests()[slow]
+            .text()
+            .starts_with("Okay, I can help"),
         "the long reply is being said"
     );
     c.say("Sorry, hold on, it's actually the heater");
@@ -208,13 +210,19 @@ async fn a_barge_in_during_a_slow_inworld_stream_cancels_it_and_nothing_stale_pl
         "the slow request was never dropped"
     );
     let cancel = t.elapsed();
-    assert!(cancel < Duration::from_millis(200), "cancelled {cancel:?} after the clear");
+    assert!(
+        cancel < Duration::from_millis(200),
+        "cancelled {cancel:?} after the clear"
+    );
     // What plays after the clear is the new reply only.
     c.words.clear();
     let next = c.agent_turn().await;
     assert_eq!(c.clears, 1, "exactly one clear");
     for stale in ["further", "questions", "system", "home"] {
-        assert!(!next.contains(stale), "stale audio after the clear: {next:?}");
+        assert!(
+            !next.contains(stale),
+            "stale audio after the clear: {next:?}"
+        );
     }
     assert!(next.contains("Got it"), "{next:?}");
     c.phone.as_ref().unwrap().hang_up();

@@ -22,9 +22,9 @@
 #[path = "support/fake_llm.rs"]
 mod fake_llm;
 
-use fake_llm::{llm_handler, LLM_LINE, LLM_SCOPED};
+use fake_llm::{llm_handler, LLM_LINE};
 use providers::fake::http::{FakeHttp, FakeResponse, RecordedRequest};
-use providers::fake::openai::{Behaviour, FakeOpenAi};
+use providers::fake::openai::FakeOpenAi;
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};

@@ -15,6 +15,8 @@
 //! * [`twilio`]: Twilio Media Streams wire messages (sans-IO).
 //! * [`deepgram`]: Deepgram live speech-to-text and Aura text-to-speech.
 //! * [`inworld`]: Inworld streaming text-to-speech.
+//! * [`speech_text`]: cutting a long line into text-to-speech requests
+//!   (sans-IO; Inworld and Aura).
 //! * [`tts_fallback`]: a primary voice with a lazily started fallback, a
 //!   circuit breaker and a last resort.
 //! * `fake` (feature `testing`): loopback fake servers speaking the real
@@ -26,6 +28,7 @@ pub mod fallback;
 pub mod inworld;
 pub mod openai;
 pub mod probe;
+pub mod speech_text;
 pub mod sse;
 pub mod tts_fallback;
 pub mod twilio;

@@ -424,8 +424,14 @@ pub(crate) fn http_client(timeout: Duration) -> Result<reqwest::Client, ConfigEr
 
 /// Check that a URL is an absolute http(s) URL with a host.
 pub(crate) fn check_url(what: &str, url: &str) -> Result<(), ConfigError> {
+    http_url(what, url).map(|_| ())
+}
+
+/// `url` parsed, when it is an absolute http(s) URL with a host; else an
+/// error naming it as `what`.
+pub(crate) fn http_url(what: &str, url: &str) -> Result<reqwest::Url, ConfigError> {
     match reqwest::Url::parse(url) {
-        Ok(u) if matches!(u.scheme(), "http" | "https") && u.host_str().is_some() => Ok(()),
+        Ok(u) if matches!(u.scheme(), "http" | "https") && u.host_str().is_some() => Ok(u),
         Ok(_) => Err(ConfigError(format!(
             "{what} {url:?} is not an http:// or https:// URL"
         ))),

@@ -5,7 +5,6 @@
 //!   random bytes, Deepgram error JSON with fields of the wrong types, the
 //!   API key in the body) through the sans-IO [`Reply`], each body cut at
 //!   random boundaries and ended normally or broken off;
-//! * 3,000 random line texts through `split_text`;
 //! * 2,500 random responses (random statuses, types, bodies, chunk
 //!   boundaries, wrong `Content-Length`s, resets, early closes, raw
 //!   non-HTTP bytes) served by one `FakeAura` to the real `AuraTts`.
@@ -250,29 +249,6 @@ proptest! {
         prop_assert!(t.contains(&format!("HTTP {status}")), "{}", t);
         if let Some(m) = wire::deepgram_message(&body) {
             prop_assert!(!m.is_empty());
-        }
-    }
-}
-
-proptest! {
-    #![proptest_config(ProptestConfig { cases: 3000, failure_persistence: None, ..ProptestConfig::default() })]
-
-    #[test]
-    fn split_text_keeps_every_character_in_order(
-        text in "[a-zé温 .!?;…\n\t]{0,300}",
-        max in 1usize..60,
-    ) {
-        let pieces = wire::split_text(&text, max);
-        for p in &pieces {
-            prop_assert!(!p.is_empty());
-            prop_assert_eq!(p.trim(), p.as_str());
-            prop_assert!(p.chars().count() <= max, "{:?} > {}", p, max);
-        }
-        let squeeze = |s: &str| s.chars().filter(|c| !c.is_whitespace()).collect::<String>();
-        prop_assert_eq!(squeeze(&pieces.concat()), squeeze(&text));
-        if text.split_whitespace().all(|w| w.chars().count() <= max) {
-            let words: Vec<&str> = pieces.iter().flat_map(|p| p.split_whitespace()).collect();
-            prop_assert_eq!(words, text.split_whitespace().collect::<Vec<_>>(), "no word is cut");
         }
     }
 }

@@ -24,29 +24,24 @@
 //! yields exactly the decoder's words and audio, and an error exactly when
 //! the decoder does.
 
+mod support;
+
 use base64::engine::general_purpose::{STANDARD as B64, URL_SAFE_NO_PAD};
 use base64::Engine;
 use futures_util::StreamExt;
 use proptest::collection::vec;
 use proptest::prelude::*;
 use proptest::sample::Index;
-use proptest::test_runner::{Config, TestCaseError, TestRunner};
+use proptest::test_runner::{TestCaseError, TestRunner};
 use providers::inworld::fake::{Behaviour, FakeConfig, FakeInworld};
 use providers::inworld::stream::{Event, StreamDecoder, StreamError, MAX_LINE_BYTES};
 use providers::inworld::wav::{canonical_header, header_with_list};
 use providers::inworld::{InworldConfig, InworldTts};
 use serde_json::{json, Value};
 use std::time::Duration;
+use support::fuzz::{config, pieces, splits};
 use voice::accountant::WordTiming;
 use voice::stages::tts::{Tts, TtsEvent};
-
-fn config(cases: u32) -> Config {
-    Config {
-        cases,
-        failure_persistence: None,
-        ..Config::default()
-    }
-}
 
 // ---------------------------------------------------------------------
 // Valid bodies
@@ -184,23 +179,6 @@ fn valid_body() -> impl Strategy<Value = ValidBody> {
         any::<bool>(),
     )
         .prop_map(|(entries, ends, extras, no_nl)| build(&entries, &ends, &extras, no_nl))
-}
-
-fn splits() -> impl Strategy<Value = Vec<Index>> {
-    vec(any::<Index>(), 0..10)
-}
-
-fn pieces<'a>(body: &'a [u8], splits: &[Index]) -> Vec<&'a [u8]> {
-    let mut cuts: Vec<usize> = splits.iter().map(|i| i.index(body.len() + 1)).collect();
-    cuts.sort_unstable();
-    let mut out = Vec::new();
-    let mut at = 0;
-    for c in cuts {
-        out.push(&body[at..c]);
-        at = c;
-    }
-    out.push(&body[at..]);
-    out
 }
 
 type Items = Vec<Result<Event, StreamError>>;

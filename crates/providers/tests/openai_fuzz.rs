@@ -23,25 +23,20 @@
 //! truncated stream either errors or is complete; over the wire the client
 //! yields exactly what the parser yields for the same bytes.
 
+mod support;
+
 use agent::responder::ResponderError;
 use proptest::prelude::*;
 use proptest::sample::Index;
-use proptest::test_runner::{Config, TestCaseError, TestRunner};
+use proptest::test_runner::{TestCaseError, TestRunner};
 use providers::fake::openai::{Behaviour, FakeOpenAi};
 use providers::openai::{ChatChunkParser, ChatDelta, OpenAiClient, OpenAiConfig, ToolCall};
 use providers::sse::{SseDecoder, SseError, SseEvent};
 use serde_json::json;
 use std::time::Duration;
+use support::fuzz::{config, pieces, splits};
 
 type Item = Result<ChatDelta, ResponderError>;
-
-fn config(cases: u32) -> Config {
-    Config {
-        cases,
-        failure_persistence: None,
-        ..Config::default()
-    }
-}
 
 // ---------------------------------------------------------------------
 // Generators
@@ -277,23 +272,6 @@ fn mutate(mut body: Vec<u8>, muts: &[Mutation]) -> Vec<u8> {
         }
     }
     body
-}
-
-fn splits() -> impl Strategy<Value = Vec<Index>> {
-    prop::collection::vec(any::<Index>(), 0..10)
-}
-
-fn pieces<'a>(body: &'a [u8], splits: &[Index]) -> Vec<&'a [u8]> {
-    let mut cuts: Vec<usize> = splits.iter().map(|i| i.index(body.len() + 1)).collect();
-    cuts.sort_unstable();
-    let mut out = Vec::new();
-    let mut start = 0;
-    for c in cuts {
-        out.push(body.get(start..c).unwrap_or(&[]));
-        start = c;
-    }
-    out.push(body.get(start..).unwrap_or(&[]));
-    out
 }
 
 // ---------------------------------------------------------------------

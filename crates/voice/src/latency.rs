@@ -216,14 +216,24 @@ mod tests {
             last: None,
         };
         let tail = p.take_tail().unwrap();
-        let player = Player::new(sink, tail, up, p.scope().clone(), Arc::new(Floor::default()));
+        let player = Player::new(
+            sink,
+            tail,
+            up,
+            p.scope().clone(),
+            Arc::new(Floor::default()),
+        );
         let player = tokio::spawn(player.run());
         let t0 = Instant::now();
         let request = Data::LlmRequest {
             id: 7,
             request: Custom::new(()),
         };
-        p.input().unwrap().send(Frame::data(0, request)).await.unwrap();
+        p.input()
+            .unwrap()
+            .send(Frame::data(0, request))
+            .await
+            .unwrap();
         tokio::time::sleep(Duration::from_secs(5)).await;
         p.cancel(Duration::from_secs(1)).await;
         let _ = player.await;
@@ -259,7 +269,9 @@ mod tests {
         let reporter = MilestoneReporter::new(tx.control_handle());
         reporter.report(7, Milestone::FirstHeard { confirmed_ms: 200 });
         match rx.try_recv() {
-            Some(Frame::Control(ControlFrame::Milestone { id: 7, milestone, .. })) => {
+            Some(Frame::Control(ControlFrame::Milestone {
+                id: 7, milestone, ..
+            })) => {
                 assert_eq!(milestone, Milestone::FirstHeard { confirmed_ms: 200 });
             }
             other => panic!("{other:?}"),

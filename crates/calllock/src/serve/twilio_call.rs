@@ -452,7 +452,10 @@ impl Call {
             ServerEnd::SpeechLost => (speech_lost_line(company, settled), "SpeechLost"),
         };
         if why == ServerEnd::SpeechLost {
-            tracing::error!(call_id = self.call_id, "the caller cannot be heard (speech recognition lost); ending with a callback");
+            tracing::error!(
+                call_id = self.call_id,
+                "the caller cannot be heard (speech recognition lost); ending with a callback"
+            );
         }
         let at = chrono::Utc::now().timestamp_millis() as f64 / 1000.0;
         if let Some(j) = journal {

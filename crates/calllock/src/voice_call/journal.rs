@@ -75,10 +75,10 @@ impl VoiceJournal {
         self.journal.record(at, kind, data);
     }
 
-    /// One measured turn (a `latency` event at its anchor).
-    pub(super) fn latency(&self, t: &crate::latency::TurnLatency) {
+    /// One measured turn, written at `at` (a `latency` event).
+    pub(super) fn latency(&self, at: f64, t: &crate::latency::TurnLatency) {
         let data = serde_json::to_value(t).unwrap_or(Value::Null);
-        self.journal.record(t.at, "latency", data);
+        self.journal.record(at, "latency", data);
     }
 
     pub(super) fn session(&mut self, at: f64, session: &agent::Session) {

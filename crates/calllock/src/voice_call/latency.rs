@@ -352,7 +352,11 @@ mod tests {
         // Another utterance's milestones are not this turn's.
         assert!(c.milestone(4, Milestone::FirstOutbound, t0).is_none());
         let done = c
-            .milestone(5, Milestone::FirstHeard { confirmed_ms: 100 }, t0 + ms(4551))
+            .milestone(
+                5,
+                Milestone::FirstHeard { confirmed_ms: 100 },
+                t0 + ms(4551),
+            )
             .expect("heard completes the turn");
         assert_eq!(done.turn, 1);
         assert_eq!(done.anchor, Anchor::SpeechEnd);
@@ -411,10 +415,16 @@ mod tests {
         c.caller_stopped(t0 + ms(8000));
         c.caller_words();
         let second = c.stt_final(t0 + ms(9000)).expect("the second turn");
-        assert_eq!((second.anchor, second.stt_final_ms), (Anchor::SttFinal, Some(0.0)));
+        assert_eq!(
+            (second.anchor, second.stt_final_ms),
+            (Anchor::SttFinal, Some(0.0))
+        );
         c.reply(3, ReplyKind::Llm, t0 + ms(9000));
         let third = c.finish().expect("the third turn");
-        assert_eq!((third.anchor, third.stt_final_ms), (Anchor::SttFinal, Some(0.0)));
+        assert_eq!(
+            (third.anchor, third.stt_final_ms),
+            (Anchor::SttFinal, Some(0.0))
+        );
     }
 
     #[test]

@@ -103,7 +103,10 @@ fn first_sentence_tokens(text: &str) -> u32 {
 fn near(got: Option<f64>, want: Duration, what: &str, t: &TurnLatency) {
     let want = want.as_secs_f64() * 1000.0;
     let got = got.unwrap_or_else(|| panic!("{what} missing: {t:#?}"));
-    assert!((got - want).abs() <= 1.0, "{what}: {got} ms, want {want} ms: {t:#?}");
+    assert!(
+        (got - want).abs() <= 1.0,
+        "{what}: {got} ms, want {want} ms: {t:#?}"
+    );
 }
 
 #[tokio::test(start_paused = true)]
@@ -157,7 +160,10 @@ async fn every_stage_of_a_turn_is_stamped_where_it_happens() {
     let mouth = Mouth::start(call.pipeline.input().unwrap().clone(), 8000, CPS);
     let mut spoke = Vec::new();
     tokio::time::sleep(Duration::from_secs(5)).await; // the greeting
-    for line in ["Hi, my AC stopped cooling last night", "No, nothing like that"] {
+    for line in [
+        "Hi, my AC stopped cooling last night",
+        "No, nothing like that",
+    ] {
         mouth.speak(line);
         mouth.finished().await;
         spoke.push(mouth.last_voiced().unwrap());
@@ -203,7 +209,12 @@ async fn every_stage_of_a_turn_is_stamped_where_it_happens() {
         near(t.stt_final_ms, stt, "stt final", t);
         let request = stt + tool + debounce;
         near(t.llm_request_ms, request, "llm request", t);
-        near(t.llm_first_token_ms, request + FIRST_TOKEN, "first token", t);
+        near(
+            t.llm_first_token_ms,
+            request + FIRST_TOKEN,
+            "first token",
+            t,
+        );
         let sentence = PER_TOKEN * (first_sentence_tokens(&said(t.msg_id)) - 1);
         let tts_request = request + FIRST_TOKEN + sentence;
         near(t.tts_request_ms, tts_request, "tts request", t);
@@ -215,8 +226,19 @@ async fn every_stage_of_a_turn_is_stamped_where_it_happens() {
         // Our own time is what is left: nothing, in virtual time.
         near(t.ours_ms(), Duration::ZERO, "ours", t);
         // The outbound stamp is when the sink got the reply's first frame.
-        let got = arrived.lock().unwrap().iter().find(|(id, _)| *id == t.msg_id).unwrap().1;
-        near(Some(got.saturating_duration_since(anchor).as_secs_f64() * 1000.0), audio, "sink", t);
+        let got = arrived
+            .lock()
+            .unwrap()
+            .iter()
+            .find(|(id, _)| *id == t.msg_id)
+            .unwrap()
+            .1;
+        near(
+            Some(got.saturating_duration_since(anchor).as_secs_f64() * 1000.0),
+            audio,
+            "sink",
+            t,
+        );
         let order = [
             Some(0.0),
             t.stt_final_ms,

@@ -209,11 +209,14 @@ impl ConversationStage {
         self.update_floor();
     }
 
-    /// Journal a measured turn and keep it for the outcome.
+    /// Journal a measured turn and keep it for the outcome. The event is
+    /// stamped now (the log stays in time order); the turn's own `at` is
+    /// when the caller stopped.
     fn turn_measured(&mut self, t: Option<TurnLatency>) {
         if let Some(t) = t {
+            let now = self.now();
             if let Some(j) = &self.journal {
-                j.latency(&t);
+                j.latency(now, &t);
             }
             self.latencies.push(t);
         }

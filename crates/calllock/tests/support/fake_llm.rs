@@ -56,4 +56,3 @@ pub fn llm_handler(body: &Value) -> Option<Behaviour> {
     }
     Some(Behaviour::json(LLM_SCOPED))
 }
-

@@ -255,7 +255,6 @@ pub async fn booking_call(s: &Served) -> (String, PhoneLog, Vec<String>) {
     (sid, c.finish().await, said)
 }
 
-
 /// Script the fake Twilio REST API to accept the hang-up of `call_sid`;
 /// returns the path it is posted to.
 pub fn twilio_rest(fake: &FakeHttp, call_sid: &str) -> String {
@@ -269,4 +268,3 @@ pub fn twilio_rest(fake: &FakeHttp, call_sid: &str) -> String {
     );
     path
 }
-

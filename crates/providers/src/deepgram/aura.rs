@@ -53,8 +53,9 @@
 //!
 //! Aura takes at most 2,000 characters per request
 //! ([`wire::MAX_TEXT_CHARS`]); a longer line is cut at sentence (else
-//! word) boundaries and its pieces are requested one after another, each
-//! when the previous one's audio has been read, in order.
+//! word) boundaries ([`crate::speech_text::split_text`], as for Inworld)
+//! and its pieces are requested one after another, each when the previous
+//! one's audio has been read, in order.
 
 #[path = "aura_wire.rs"]
 pub mod wire;
@@ -250,7 +251,8 @@ impl Tts for AuraTts {
     /// Speak `text`: nothing is sent until the stream is first polled;
     /// blank text gives an empty stream (no request).
     fn synthesize(&self, text: &str) -> TtsStream {
-        let pieces: VecDeque<String> = wire::split_text(text, self.inner.cfg.max_text_chars).into();
+        let pieces: VecDeque<String> =
+            crate::speech_text::split_text(text, self.inner.cfg.max_text_chars).into();
         let speech = Speech {
             inner: self.inner.clone(),
             pieces,

@@ -35,23 +35,21 @@
 //! assert_eq!(fake.requests()[0].text.as_deref(), Some("Hello there."));
 //! ```
 
+use crate::fake::wire::{self, client_gone, http_chunk, reason, write, WireRequest, LAST_CHUNK};
 use serde_json::{json, Value};
 use std::collections::VecDeque;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
-use tokio::net::{TcpListener, TcpStream};
-use tokio::task::{JoinHandle, JoinSet};
-use tokio::time::Instant;
+use tokio::io::AsyncWriteExt;
+use tokio::net::tcp::OwnedWriteHalf;
+use tokio::net::TcpStream;
+use tokio::task::JoinHandle;
 
 /// The path the fake answers.
 pub const SPEAK_PATH: &str = "/v1/speak";
 
-/// Largest request head the fake reads.
-const MAX_HEAD_BYTES: usize = 64 * 1024;
 /// Largest request body the fake reads.
 const MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
 /// How long a connection may sit idle between requests.
@@ -254,8 +252,6 @@ impl FakeAura {
 
     /// Listen on 127.0.0.1 (a free port).
     pub async fn try_start(config: FakeAuraConfig) -> std::io::Result<FakeAura> {
-        let listener = TcpListener::bind("127.0.0.1:0").await?;
-        let addr = listener.local_addr()?;
         let shared = Arc::new(Shared {
             config: Mutex::new(config),
             script: Mutex::new(VecDeque::new()),
@@ -263,7 +259,12 @@ impl FakeAura {
             requests: Mutex::new(Vec::new()),
             connections: AtomicUsize::new(0),
         });
-        let server = tokio::spawn(accept_loop(listener, shared.clone()));
+        let conns = shared.clone();
+        let (addr, server) = wire::listen(move |stream| {
+            let id = conns.connections.fetch_add(1, Ordering::SeqCst) + 1;
+            serve(stream, id, conns.clone())
+        })
+        .await?;
         Ok(FakeAura {
             addr,
             shared,
@@ -327,16 +328,7 @@ impl FakeAura {
         timeout: Duration,
         pred: impl Fn(&[AuraRequest]) -> bool,
     ) -> bool {
-        let deadline = Instant::now() + timeout;
-        loop {
-            if pred(&lock(&self.shared.requests)) {
-                return true;
-            }
-            if Instant::now() >= deadline {
-                return false;
-            }
-            tokio::time::sleep(Duration::from_millis(2)).await;
-        }
+        wire::wait_until(timeout, || pred(&lock(&self.shared.requests))).await
     }
 
     /// Wait until at least `n` requests arrived (at most `timeout`).
@@ -357,97 +349,6 @@ impl FakeAura {
 impl Drop for FakeAura {
     fn drop(&mut self) {
         self.stop();
-    }
-}
-
-async fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
-    let mut conns = JoinSet::new();
-    loop {
-        tokio::select! {
-            accepted = listener.accept() => match accepted {
-                Ok((stream, _)) => {
-                    let id = shared.connections.fetch_add(1, Ordering::SeqCst) + 1;
-                    conns.spawn(serve(stream, id, shared.clone()));
-                }
-                Err(_) => tokio::time::sleep(Duration::from_millis(10)).await,
-            },
-            Some(_) = conns.join_next(), if !conns.is_empty() => {}
-        }
-    }
-}
-
-struct WireRequest {
-    method: String,
-    target: String,
-    headers: Vec<(String, String)>,
-    body: Vec<u8>,
-}
-
-fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
-    hay.windows(needle.len()).position(|w| w == needle)
-}
-
-/// Read one request (head and `Content-Length` body); `None` when the
-/// connection ends or the request is unreadable.
-async fn read_request(rd: &mut OwnedReadHalf) -> Option<WireRequest> {
-    let mut buf = Vec::new();
-    let mut tmp = [0u8; 8192];
-    let head_end = loop {
-        if let Some(pos) = find(&buf, b"\r\n\r\n") {
-            break pos;
-        }
-        if buf.len() > MAX_HEAD_BYTES {
-            return None;
-        }
-        let n = rd.read(&mut tmp).await.ok()?;
-        if n == 0 {
-            return None;
-        }
-        buf.extend_from_slice(tmp.get(..n)?);
-    };
-    let head = String::from_utf8_lossy(buf.get(..head_end)?).into_owned();
-    let mut lines = head.split("\r\n");
-    let mut request_line = lines.next()?.split(' ');
-    let method = request_line.next()?.to_string();
-    let target = request_line.next()?.to_string();
-    let mut headers = Vec::new();
-    for line in lines {
-        let (name, value) = line.split_once(':')?;
-        headers.push((name.trim().to_ascii_lowercase(), value.trim().to_string()));
-    }
-    let length = headers
-        .iter()
-        .find(|(n, _)| n == "content-length")
-        .and_then(|(_, v)| v.parse::<usize>().ok())
-        .unwrap_or(0);
-    if length > MAX_BODY_BYTES {
-        return None;
-    }
-    let mut body = buf.get(head_end + 4..)?.to_vec();
-    while body.len() < length {
-        let n = rd.read(&mut tmp).await.ok()?;
-        if n == 0 {
-            return None;
-        }
-        body.extend_from_slice(tmp.get(..n)?);
-    }
-    body.truncate(length);
-    Some(WireRequest {
-        method,
-        target,
-        headers,
-        body,
-    })
-}
-
-/// Resolves when the peer closes its side or the connection fails.
-async fn client_gone(rd: &mut OwnedReadHalf) {
-    let mut tmp = [0u8; 1024];
-    loop {
-        match rd.read(&mut tmp).await {
-            Ok(0) | Err(_) => return,
-            Ok(_) => {}
-        }
     }
 }
 
@@ -479,19 +380,12 @@ fn refusal(req: &WireRequest, cfg: &FakeAuraConfig, id: &str) -> Option<(u16, Va
     if req.method != "POST" {
         return Some((405, err("METHOD_NOT_ALLOWED", "Use POST.".into())));
     }
-    let auth = req
-        .headers
-        .iter()
-        .find(|(n, _)| n == "authorization")
-        .map(|(_, v)| v.as_str());
-    if auth != Some(&format!("Token {}", cfg.key)) {
+    if req.header("authorization") != Some(&format!("Token {}", cfg.key)) {
         return Some((401, err("INVALID_AUTH", "Invalid credentials.".into())));
     }
     let ct = req
-        .headers
-        .iter()
-        .find(|(n, _)| n == "content-type")
-        .map(|(_, v)| v.to_ascii_lowercase())
+        .header("content-type")
+        .map(str::to_ascii_lowercase)
         .unwrap_or_default();
     if !ct.starts_with("application/json") {
         return Some((
@@ -565,7 +459,9 @@ async fn serve(stream: TcpStream, connection: usize, shared: Arc<Shared>) {
     let _ = stream.set_nodelay(true);
     let (mut rd, mut wr) = stream.into_split();
     loop {
-        let Ok(Some(req)) = tokio::time::timeout(IDLE_TIMEOUT, read_request(&mut rd)).await else {
+        let Ok(Some(req)) =
+            tokio::time::timeout(IDLE_TIMEOUT, wire::read_request(&mut rd, MAX_BODY_BYTES)).await
+        else {
             return;
         };
         let cfg = lock(&shared.config).clone();
@@ -645,26 +541,6 @@ async fn serve(stream: TcpStream, connection: usize, shared: Arc<Shared>) {
             }
         }
     }
-}
-
-fn http_chunk(bytes: &[u8]) -> Vec<u8> {
-    let mut out = format!("{:x}\r\n", bytes.len()).into_bytes();
-    out.extend_from_slice(bytes);
-    out.extend_from_slice(b"\r\n");
-    out
-}
-
-const LAST_CHUNK: &[u8] = b"0\r\n\r\n";
-
-fn reason(code: u16) -> &'static str {
-    reqwest::StatusCode::from_u16(code)
-        .ok()
-        .and_then(|s| s.canonical_reason())
-        .unwrap_or("Status")
-}
-
-async fn write(wr: &mut OwnedWriteHalf, bytes: &[u8]) -> bool {
-    wr.write_all(bytes).await.is_ok() && wr.flush().await.is_ok()
 }
 
 /// A tiny deterministic generator (xorshift64*), for garbage.
@@ -862,14 +738,6 @@ mod tests {
         assert_eq!(
             words,
             ["Your", "AC", "tech", "is", "on", "the", "way,", "café", "温度!"]
-        );
-    }
-
-    #[test]
-    fn chunk_framing() {
-        assert_eq!(
-            http_chunk(b"0123456789abcdefg"),
-            b"11\r\n0123456789abcdefg\r\n"
         );
     }
 }

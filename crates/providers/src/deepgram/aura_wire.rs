@@ -1,7 +1,6 @@
 //! The Aura `POST /v1/speak` exchange without I/O: the URL and its query,
-//! the JSON body, how a long line is cut into requests, and how one
-//! response is read ([`Reply`]) — what is audio, what is an error, and
-//! what an error says.
+//! the JSON body, and how one response is read ([`Reply`]) — what is
+//! audio, what is an error, and what an error says.
 //!
 //! Everything here is a pure function of its input, so the property tests
 //! can throw any status, any `Content-Type` and any body, cut at any byte,
@@ -21,8 +20,9 @@
 //!   or `category`/`details` instead).
 //! * The text may be at most [`MAX_TEXT_CHARS`] characters; longer text is
 //!   refused with `413` ("Input text exceeds maximum character limit"), so
-//!   a longer line is cut at sentence or word boundaries ([`split_text`])
-//!   and spoken as several requests in order.
+//!   a longer line is cut at sentence or word boundaries
+//!   ([`crate::speech_text::split_text`], shared with Inworld, which has
+//!   the same limit) and spoken as several requests in order.
 
 use audio::mulaw::decode_to_pcm16le;
 use serde_json::{json, Value};
@@ -49,7 +49,7 @@ pub const CONTAINER: &str = "none";
 /// Aura-1: 2000" max characters; a longer payload is answered `413`
 /// ("Input Text Exceeded Character Limit", per
 /// <https://developers.deepgram.com/docs/errors>). An older Deepgram help
-/// article said 1000 for early Aura-2; lower [`split_text`]'s limit (the
+/// article said 1000 for early Aura-2; lower the split's limit (the
 /// client's `max_text_chars`) if Deepgram ever answers 413 below 2000.
 pub const MAX_TEXT_CHARS: usize = 2000;
 
@@ -74,19 +74,7 @@ pub fn speak_url(base_url: &str, voice: &str, sample_rate: u32) -> Result<reqwes
     } else {
         trimmed.to_string()
     };
-    let mut url = match reqwest::Url::parse(&root) {
-        Ok(u) if matches!(u.scheme(), "http" | "https") && u.host_str().is_some() => u,
-        Ok(_) => {
-            return Err(format!(
-                "the Deepgram base URL {trimmed:?} is not an http(s) URL"
-            ))
-        }
-        Err(e) => {
-            return Err(format!(
-                "the Deepgram base URL {trimmed:?} is not a URL: {e}"
-            ))
-        }
-    };
+    let mut url = crate::v2::http_url("the Deepgram base URL", &root).map_err(|e| e.0)?;
     let path = format!("{}{SPEAK_PATH}", url.path().trim_end_matches('/'));
     url.set_path(&path);
     url.set_query(None);
@@ -102,65 +90,6 @@ pub fn speak_url(base_url: &str, voice: &str, sample_rate: u32) -> Result<reqwes
 /// The request body: `{"text": "…"}`.
 pub fn request_body(text: &str) -> Value {
     json!({ "text": text })
-}
-
-/// Cut `text` into pieces of at most `max_chars` characters, each trimmed
-/// and non-empty, in order: after the last sentence end (`.`, `!`, `?`,
-/// `;`, `…` followed by a space, or a line break) in the second half of
-/// the allowed length, else at the last space, else (one enormous word)
-/// anywhere between characters. Nothing but whitespace is lost: the
-/// pieces joined hold the text's characters in order. Blank text gives no
-/// piece.
-pub fn split_text(text: &str, max_chars: usize) -> Vec<String> {
-    let max = max_chars.max(1);
-    let mut out = Vec::new();
-    let mut rest = text.trim();
-    while !rest.is_empty() {
-        // Byte index just past the first `max` characters.
-        let Some((limit, _)) = rest.char_indices().nth(max) else {
-            out.push(rest.to_string());
-            break;
-        };
-        let cut = cut_point(rest, limit, max);
-        let (piece, tail) = rest.split_at(cut);
-        let piece = piece.trim_end();
-        if !piece.is_empty() {
-            out.push(piece.to_string());
-        }
-        rest = tail.trim_start();
-    }
-    out
-}
-
-/// Where to cut `text` (longer than `max` characters; `limit` is the byte
-/// index of character `max`): a byte index in `1..=limit` on a character
-/// boundary.
-fn cut_point(text: &str, limit: usize, max: usize) -> usize {
-    let window = &text[..limit];
-    // The character right after the window decides whether the window's
-    // last character ends a sentence or a word.
-    let next = text[limit..].chars().next();
-    let mut sentence = None;
-    let mut space = None;
-    let mut prev: Option<(usize, char)> = None;
-    for (i, c) in window.char_indices().chain(next.map(|c| (limit, c))) {
-        if c.is_whitespace() && i > 0 {
-            space = Some(i);
-            let ends_sentence = c == '\n'
-                || c == '\r'
-                || prev.is_some_and(|(_, p)| matches!(p, '.' | '!' | '?' | ';' | '…'));
-            if ends_sentence {
-                sentence = Some(i);
-            }
-        }
-        prev = Some((i, c));
-    }
-    let half = window.char_indices().nth(max / 2).map_or(limit, |(i, _)| i);
-    match (sentence, space) {
-        (Some(s), _) if s >= half => s,
-        (_, Some(w)) => w,
-        _ => limit,
-    }
 }
 
 /// Whether a `Content-Type` can carry the audio. Text, JSON, XML and HTML
@@ -432,25 +361,6 @@ mod tests {
         );
         assert!(speak_url("ftp://x", "v", 8000).is_err());
         assert!(speak_url("not a url", "v", 8000).is_err());
-    }
-
-    #[test]
-    fn split_prefers_sentences_then_words() {
-        assert!(split_text("  \n ", 10).is_empty());
-        assert_eq!(split_text("Hello there.", 2000), ["Hello there."]);
-        let s = "One two three. Four five six seven.";
-        assert_eq!(
-            split_text(s, 20),
-            ["One two three.", "Four five six seven."]
-        );
-        assert_eq!(split_text("aaaa bbbb cccc", 9), ["aaaa bbbb", "cccc"]);
-        assert_eq!(split_text("abcdefghij", 4), ["abcd", "efgh", "ij"]);
-        assert_eq!(split_text("héllo wörld", 6), ["héllo", "wörld"]);
-        // A sentence end too early is passed over for a word boundary.
-        assert_eq!(
-            split_text("Hi. aaaa bbbb cccc", 14),
-            ["Hi. aaaa bbbb", "cccc"]
-        );
     }
 
     #[test]

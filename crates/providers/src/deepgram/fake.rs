@@ -28,8 +28,7 @@ use futures_util::{SinkExt, StreamExt};
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tokio::net::{TcpListener, TcpStream};
-use tokio::task::JoinSet;
+use tokio::net::TcpStream;
 use tokio_tungstenite::tungstenite::handshake::server::{ErrorResponse, Request, Response};
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 use tokio_tungstenite::tungstenite::protocol::CloseFrame;
@@ -107,19 +106,16 @@ impl FakeDeepgram {
     /// # Panics
     /// If no loopback port can be bound.
     pub async fn start(behaviour: FakeBehaviour) -> FakeDeepgram {
-        let listener = match TcpListener::bind("127.0.0.1:0").await {
-            Ok(l) => l,
-            Err(e) => panic!("FakeDeepgram: cannot listen on 127.0.0.1: {e}"),
-        };
-        let addr = match listener.local_addr() {
-            Ok(a) => a,
-            Err(e) => panic!("FakeDeepgram: no local address: {e}"),
-        };
         let shared = Arc::new(Shared {
             behaviour: Mutex::new(behaviour),
             log: Mutex::new(FakeLog::default()),
         });
-        let server = tokio::spawn(accept_loop(listener, shared.clone()));
+        let conns = shared.clone();
+        let listening = crate::fake::wire::listen(move |stream| serve(stream, conns.clone()));
+        let (addr, server) = match listening.await {
+            Ok(l) => l,
+            Err(e) => panic!("FakeDeepgram: cannot listen on 127.0.0.1: {e}"),
+        };
         FakeDeepgram {
             addr,
             shared,
@@ -146,19 +142,6 @@ impl FakeDeepgram {
 impl Drop for FakeDeepgram {
     fn drop(&mut self) {
         self.server.abort();
-    }
-}
-
-async fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
-    let mut conns = JoinSet::new();
-    loop {
-        tokio::select! {
-            accepted = listener.accept() => match accepted {
-                Ok((stream, _)) => { conns.spawn(serve(stream, shared.clone())); }
-                Err(_) => tokio::time::sleep(Duration::from_millis(10)).await,
-            },
-            Some(_) = conns.join_next(), if !conns.is_empty() => {}
-        }
     }
 }
 

@@ -18,6 +18,6 @@ pub mod stt;
 pub mod utterances;
 
 #[cfg(feature = "testing")]
-pub mod fake;
-#[cfg(feature = "testing")]
 pub mod aura_fake;
+#[cfg(feature = "testing")]
+pub mod fake;

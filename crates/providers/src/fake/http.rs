@@ -16,7 +16,10 @@
 //! The request reader is our own: request line, headers, a `Content-Length`
 //! or chunked body, `Expect: 100-continue`; connections are kept alive unless
 //! the client asks for `Connection: close` or the response ends the
-//! connection (network error, garbage, 1xx/204/304 statuses).
+//! connection (network error, garbage, 1xx/204/304 statuses). It is
+//! stricter and fuller than the vendor fakes' shared reader (`wire`):
+//! pipelining, chunked request bodies and header names as sent are what
+//! the conformance runner and its clients need.
 
 use serde_json::Value;
 use std::collections::HashMap;
@@ -571,42 +574,8 @@ async fn write_full(
     // Statuses without a body (or interim ones) end the connection so the
     // body bytes can never be misread as the next response.
     let keep = keep_alive && status >= 200 && status != 204 && status != 304;
-    let head = format!(
-        "HTTP/1.1 {status} {}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\nConnection: {}\r\n\r\n",
-        reason(status),
-        body.len(),
-        if keep { "keep-alive" } else { "close" },
-    );
-    let mut out = head.into_bytes();
-    out.extend_from_slice(body);
-    if sock.write_all(&out).await.is_err() || sock.flush().await.is_err() {
-        return false;
-    }
-    keep
-}
-
-fn reason(status: u16) -> &'static str {
-    match status {
-        200 => "OK",
-        201 => "Created",
-        202 => "Accepted",
-        204 => "No Content",
-        301 => "Moved Permanently",
-        302 => "Found",
-        400 => "Bad Request",
-        401 => "Unauthorized",
-        403 => "Forbidden",
-        404 => "Not Found",
-        408 => "Request Timeout",
-        409 => "Conflict",
-        422 => "Unprocessable Entity",
-        429 => "Too Many Requests",
-        500 => "Internal Server Error",
-        502 => "Bad Gateway",
-        503 => "Service Unavailable",
-        504 => "Gateway Timeout",
-        _ => "Status",
-    }
+    let out = super::wire::sized_response(status, content_type, body, keep);
+    super::wire::write(sock, &out).await && keep
 }
 
 // ---------------------------------------------------------------------------

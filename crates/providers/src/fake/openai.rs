@@ -26,23 +26,21 @@
 //! assert_eq!(fake.requests()[0].body["stream"], true);
 //! ```
 
+use super::wire::{self, client_gone, http_chunk, write, LAST_CHUNK};
 use serde_json::{json, Value};
 use std::collections::VecDeque;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
-use tokio::net::{TcpListener, TcpStream};
-use tokio::task::{JoinHandle, JoinSet};
-use tokio::time::Instant;
+use tokio::io::AsyncWriteExt;
+use tokio::net::tcp::OwnedWriteHalf;
+use tokio::net::TcpStream;
+use tokio::task::JoinHandle;
 
 /// The path the fake answers (with the `/v1` of [`FakeOpenAi::base_url`]).
 pub const CHAT_PATH: &str = "/v1/chat/completions";
 
-/// Largest request head (request line + headers) the fake reads.
-const MAX_HEAD_BYTES: usize = 64 * 1024;
 /// Largest request body the fake reads.
 const MAX_BODY_BYTES: usize = 16 * 1024 * 1024;
 /// How long the fake waits for a complete request.
@@ -288,8 +286,6 @@ impl FakeOpenAi {
         script: Vec<Behaviour>,
         default: Behaviour,
     ) -> std::io::Result<FakeOpenAi> {
-        let listener = TcpListener::bind("127.0.0.1:0").await?;
-        let addr = listener.local_addr()?;
         let shared = Arc::new(Shared {
             handler: Mutex::new(None),
             script: Mutex::new(script.into()),
@@ -299,7 +295,12 @@ impl FakeOpenAi {
             keep_alive: AtomicBool::new(false),
             connections: AtomicUsize::new(0),
         });
-        let server = tokio::spawn(accept_loop(listener, shared.clone()));
+        let conns = shared.clone();
+        let (addr, server) = wire::listen(move |stream| {
+            let id = conns.connections.fetch_add(1, Ordering::SeqCst) + 1;
+            serve(stream, id, conns.clone())
+        })
+        .await?;
         Ok(FakeOpenAi {
             addr,
             shared,
@@ -376,16 +377,7 @@ impl FakeOpenAi {
         timeout: Duration,
         pred: impl Fn(&[RecordedRequest]) -> bool,
     ) -> bool {
-        let deadline = Instant::now() + timeout;
-        loop {
-            if pred(&lock(&self.shared.requests)) {
-                return true;
-            }
-            if Instant::now() >= deadline {
-                return false;
-            }
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
+        wire::wait_until(timeout, || pred(&lock(&self.shared.requests))).await
     }
 
     /// Wait until at least `n` requests arrived (at most `timeout`).
@@ -409,103 +401,6 @@ impl Drop for FakeOpenAi {
     }
 }
 
-async fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
-    // Connections live in the set: aborting this task drops the set, which
-    // aborts them too.
-    let mut conns = JoinSet::new();
-    loop {
-        tokio::select! {
-            accepted = listener.accept() => match accepted {
-                Ok((stream, _)) => {
-                    let id = shared.connections.fetch_add(1, Ordering::SeqCst) + 1;
-                    conns.spawn(serve(stream, id, shared.clone()));
-                }
-                Err(e) => {
-                    tracing::debug!(error = %e, "FakeOpenAi: accept failed");
-                    tokio::time::sleep(Duration::from_millis(10)).await;
-                }
-            },
-            Some(_) = conns.join_next(), if !conns.is_empty() => {}
-        }
-    }
-}
-
-/// A request as read off the wire.
-struct WireRequest {
-    method: String,
-    path: String,
-    headers: Vec<(String, String)>,
-    body: Vec<u8>,
-}
-
-fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
-    hay.windows(needle.len()).position(|w| w == needle)
-}
-
-/// Read one HTTP/1.1 request: head up to the blank line, then a
-/// `Content-Length` body. `None` on EOF, I/O error or a malformed head.
-async fn read_request(rd: &mut OwnedReadHalf) -> Option<WireRequest> {
-    let mut buf = Vec::with_capacity(4096);
-    let mut tmp = [0u8; 8192];
-    let head_end = loop {
-        if let Some(pos) = find(&buf, b"\r\n\r\n") {
-            break pos;
-        }
-        if buf.len() > MAX_HEAD_BYTES {
-            return None;
-        }
-        let n = rd.read(&mut tmp).await.ok()?;
-        if n == 0 {
-            return None;
-        }
-        buf.extend_from_slice(tmp.get(..n)?);
-    };
-    let head = String::from_utf8_lossy(buf.get(..head_end)?).into_owned();
-    let mut lines = head.split("\r\n");
-    let mut request_line = lines.next()?.split(' ');
-    let method = request_line.next()?.to_string();
-    let path = request_line.next()?.to_string();
-    let mut headers = Vec::new();
-    for line in lines {
-        let (name, value) = line.split_once(':')?;
-        headers.push((name.trim().to_ascii_lowercase(), value.trim().to_string()));
-    }
-    let length = headers
-        .iter()
-        .find(|(n, _)| n == "content-length")
-        .and_then(|(_, v)| v.parse::<usize>().ok())
-        .unwrap_or(0);
-    if length > MAX_BODY_BYTES {
-        return None;
-    }
-    let mut body = buf.get(head_end + 4..)?.to_vec();
-    while body.len() < length {
-        let n = rd.read(&mut tmp).await.ok()?;
-        if n == 0 {
-            return None;
-        }
-        body.extend_from_slice(tmp.get(..n)?);
-    }
-    body.truncate(length);
-    Some(WireRequest {
-        method,
-        path,
-        headers,
-        body,
-    })
-}
-
-/// Resolves when the peer closes its side or the connection fails.
-async fn client_gone(rd: &mut OwnedReadHalf) {
-    let mut tmp = [0u8; 1024];
-    loop {
-        match rd.read(&mut tmp).await {
-            Ok(0) | Err(_) => return,
-            Ok(_) => {}
-        }
-    }
-}
-
 /// How answering a request ended.
 enum Outcome {
     /// The whole response was written.
@@ -523,7 +418,11 @@ async fn serve(stream: TcpStream, connection: usize, shared: Arc<Shared>) {
     let _ = stream.set_nodelay(true);
     let (mut rd, mut wr) = stream.into_split();
     loop {
-        let Ok(Some(req)) = tokio::time::timeout(REQUEST_READ_TIMEOUT, read_request(&mut rd)).await
+        let Ok(Some(req)) = tokio::time::timeout(
+            REQUEST_READ_TIMEOUT,
+            wire::read_request(&mut rd, MAX_BODY_BYTES),
+        )
+        .await
         else {
             return;
         };
@@ -539,7 +438,7 @@ async fn serve(stream: TcpStream, connection: usize, shared: Arc<Shared>) {
                 .any(|(n, v)| n == "connection" && v.eq_ignore_ascii_case("close"));
         let recorded = RecordedRequest {
             method: req.method.clone(),
-            path: req.path.clone(),
+            path: req.target.clone(),
             headers: req.headers,
             body: body.clone(),
             raw_body: String::from_utf8_lossy(&req.body).into_owned(),
@@ -554,10 +453,10 @@ async fn serve(stream: TcpStream, connection: usize, shared: Arc<Shared>) {
         };
         let behaviour = if mode == FakeMode::Hang {
             Behaviour::Hang
-        } else if req.method != "POST" || req.path != CHAT_PATH {
+        } else if req.method != "POST" || req.target != CHAT_PATH {
             Behaviour::Status(
                 404,
-                json!({"error": {"message": format!("no route for {} {}", req.method, req.path)}})
+                json!({"error": {"message": format!("no route for {} {}", req.method, req.target)}})
                     .to_string(),
             )
         } else {
@@ -621,33 +520,6 @@ fn chunk_event(ctx: &Ctx, delta: Value, finish: Option<&str>) -> String {
     format!("data: {v}\n\n")
 }
 
-fn http_chunk(bytes: &[u8]) -> Vec<u8> {
-    let mut out = format!("{:x}\r\n", bytes.len()).into_bytes();
-    out.extend_from_slice(bytes);
-    out.extend_from_slice(b"\r\n");
-    out
-}
-
-const LAST_CHUNK: &[u8] = b"0\r\n\r\n";
-
-fn reason(code: u16) -> &'static str {
-    match code {
-        200 => "OK",
-        400 => "Bad Request",
-        401 => "Unauthorized",
-        404 => "Not Found",
-        429 => "Too Many Requests",
-        500 => "Internal Server Error",
-        502 => "Bad Gateway",
-        503 => "Service Unavailable",
-        _ => "Status",
-    }
-}
-
-async fn write(wr: &mut OwnedWriteHalf, bytes: &[u8]) -> bool {
-    wr.write_all(bytes).await.is_ok() && wr.flush().await.is_ok()
-}
-
 async fn write_stream_head(ctx: &Ctx, wr: &mut OwnedWriteHalf) -> bool {
     let head = format!(
         "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n\
@@ -664,15 +536,7 @@ async fn write_sized(
     content_type: &str,
     body: &[u8],
 ) -> bool {
-    let mut out = format!(
-        "HTTP/1.1 {code} {}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\n\
-Connection: {}\r\n\r\n",
-        reason(code),
-        body.len(),
-        ctx.connection_header()
-    )
-    .into_bytes();
-    out.extend_from_slice(body);
+    let out = wire::sized_response(code, content_type, body, ctx.keep_alive);
     write(wr, &out).await
 }
 
@@ -899,13 +763,5 @@ mod tests {
             assert_eq!(p.len(), n.max(1), "{s} {n}");
             assert_eq!(p.concat(), s);
         }
-    }
-
-    #[test]
-    fn http_chunk_framing() {
-        assert_eq!(
-            http_chunk(b"hello world, 16!"),
-            b"10\r\nhello world, 16!\r\n"
-        );
     }
 }

@@ -40,7 +40,8 @@
 //!
 //! The modules, protocol first:
 //!
-//! * [`text`]: cutting long text into requests (sans-IO).
+//! * [`MAX_CHARS`]: the text limit of one request; longer lines are cut
+//!   by [`crate::speech_text::split_text`] (shared with Aura).
 //! * [`ndjson`]: line framing across reads, with a line-size limit
 //!   (sans-IO).
 //! * [`wav`]: WAV header stripping and whole-sample assembly (sans-IO).
@@ -64,7 +65,6 @@
 
 pub mod ndjson;
 pub mod stream;
-pub mod text;
 pub mod tts;
 pub mod wav;
 
@@ -72,3 +72,6 @@ pub mod wav;
 pub mod fake;
 
 pub use tts::{probe, InworldConfig, InworldTts};
+
+/// The most characters Inworld takes in one request.
+pub const MAX_CHARS: usize = 2000;

@@ -28,7 +28,8 @@
 //! `Debug` output or error texts.
 
 use super::stream::{request_body, Event, SpeechRequest, StreamDecoder, MAX_LINE_BYTES};
-use super::text::{split_text, MAX_CHARS};
+use super::MAX_CHARS;
+use crate::speech_text::split_text;
 use crate::v2::{check_url, describe_error, excerpt, ConfigError};
 use reqwest::header::{HeaderValue, AUTHORIZATION, CONTENT_TYPE};
 use std::collections::VecDeque;

@@ -31,9 +31,7 @@ use std::collections::VecDeque;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
-use tokio::net::TcpListener;
-use tokio::task::{JoinHandle, JoinSet};
-use tokio::time::Instant;
+use tokio::task::JoinHandle;
 
 /// WAV headers in the audio chunks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -170,21 +168,18 @@ impl FakeInworld {
     /// # Panics
     /// If no loopback port can be bound.
     pub async fn start(config: FakeConfig) -> FakeInworld {
-        let listener = match TcpListener::bind("127.0.0.1:0").await {
-            Ok(l) => l,
-            Err(e) => panic!("FakeInworld: cannot listen on 127.0.0.1: {e}"),
-        };
-        let addr = match listener.local_addr() {
-            Ok(a) => a,
-            Err(e) => panic!("FakeInworld: no local address: {e}"),
-        };
         let shared = Arc::new(Shared {
             config: Mutex::new(config),
             script: Mutex::new(VecDeque::new()),
             default: Mutex::new(Behaviour::Speak),
             requests: Mutex::new(Vec::new()),
         });
-        let server = tokio::spawn(accept_loop(listener, shared.clone()));
+        let conns = shared.clone();
+        let listening = crate::fake::wire::listen(move |stream| wire::serve(stream, conns.clone()));
+        let (addr, server) = match listening.await {
+            Ok(l) => l,
+            Err(e) => panic!("FakeInworld: cannot listen on 127.0.0.1: {e}"),
+        };
         FakeInworld {
             addr,
             shared,
@@ -228,16 +223,7 @@ impl FakeInworld {
         timeout: Duration,
         pred: impl Fn(&[RecordedRequest]) -> bool,
     ) -> bool {
-        let deadline = Instant::now() + timeout;
-        loop {
-            if pred(&lock(&self.shared.requests)) {
-                return true;
-            }
-            if Instant::now() >= deadline {
-                return false;
-            }
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
+        crate::fake::wire::wait_until(timeout, || pred(&lock(&self.shared.requests))).await
     }
 
     /// Wait until the client of request `index` went away before the end
@@ -260,18 +246,5 @@ impl FakeInworld {
 impl Drop for FakeInworld {
     fn drop(&mut self) {
         self.stop();
-    }
-}
-
-async fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
-    let mut conns = JoinSet::new();
-    loop {
-        tokio::select! {
-            accepted = listener.accept() => match accepted {
-                Ok((stream, _)) => { conns.spawn(wire::serve(stream, shared.clone())); }
-                Err(_) => tokio::time::sleep(Duration::from_millis(10)).await,
-            },
-            Some(_) = conns.join_next(), if !conns.is_empty() => {}
-        }
     }
 }

@@ -1,90 +1,23 @@
-//! The fake's HTTP/1.1 side: reading a request, routing it, and writing
-//! the answer — a JSON status, or the NDJSON speech with its faults.
+//! The fake's HTTP/1.1 side: routing a request and writing the answer — a
+//! JSON status, or the NDJSON speech with its faults. Reading the request
+//! and the chunk framing are the shared [`crate::fake::wire`].
 
 use super::{lock, Behaviour, FakeConfig, RecordedRequest, Shared, WavHeaders};
+use crate::fake::wire::{
+    client_gone, http_chunk, read_request, sized_response, write, WireRequest, LAST_CHUNK,
+};
 use crate::inworld::wav::{canonical_header, header_with_list};
 use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine;
 use serde_json::{json, Value};
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::io::{AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 use voice::offline::codec::{encode_word, to_bytes};
 
-const MAX_HEAD_BYTES: usize = 64 * 1024;
 const MAX_BODY_BYTES: usize = 1024 * 1024;
 const READ_TIMEOUT: Duration = Duration::from_secs(10);
-
-struct WireRequest {
-    method: String,
-    path: String,
-    headers: Vec<(String, String)>,
-    body: Vec<u8>,
-}
-
-/// One HTTP/1.1 request with a `Content-Length` body; `None` on EOF, an
-/// I/O error or a malformed head.
-async fn read_request<R: AsyncRead + Unpin>(rd: &mut R) -> Option<WireRequest> {
-    let mut buf = Vec::with_capacity(4096);
-    let mut tmp = [0u8; 8192];
-    let head_end = loop {
-        if let Some(pos) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-            break pos;
-        }
-        if buf.len() > MAX_HEAD_BYTES {
-            return None;
-        }
-        let n = rd.read(&mut tmp).await.ok()?;
-        if n == 0 {
-            return None;
-        }
-        buf.extend_from_slice(tmp.get(..n)?);
-    };
-    let head = String::from_utf8_lossy(buf.get(..head_end)?).into_owned();
-    let mut lines = head.split("\r\n");
-    let mut first = lines.next()?.split(' ');
-    let method = first.next()?.to_string();
-    let path = first.next()?.to_string();
-    let mut headers = Vec::new();
-    for line in lines {
-        let (name, value) = line.split_once(':')?;
-        headers.push((name.trim().to_ascii_lowercase(), value.trim().to_string()));
-    }
-    let length = headers
-        .iter()
-        .find(|(n, _)| n == "content-length")
-        .and_then(|(_, v)| v.parse::<usize>().ok())
-        .unwrap_or(0);
-    if length > MAX_BODY_BYTES {
-        return None;
-    }
-    let mut body = buf.get(head_end + 4..)?.to_vec();
-    while body.len() < length {
-        let n = rd.read(&mut tmp).await.ok()?;
-        if n == 0 {
-            return None;
-        }
-        body.extend_from_slice(tmp.get(..n)?);
-    }
-    body.truncate(length);
-    Some(WireRequest {
-        method,
-        path,
-        headers,
-        body,
-    })
-}
-
-/// Resolves when the peer closes its side or the connection fails.
-async fn client_gone<R: AsyncRead + Unpin>(rd: &mut R) {
-    let mut tmp = [0u8; 1024];
-    while let Ok(n) = rd.read(&mut tmp).await {
-        if n == 0 {
-            return;
-        }
-    }
-}
 
 /// How answering ended.
 enum Outcome {
@@ -99,7 +32,9 @@ pub(super) async fn serve(mut stream: TcpStream, shared: Arc<Shared>) {
     let _ = stream.set_nodelay(true);
     let outcome = {
         let (mut rd, mut wr) = stream.split();
-        let Ok(Some(req)) = tokio::time::timeout(READ_TIMEOUT, read_request(&mut rd)).await else {
+        let Ok(Some(req)) =
+            tokio::time::timeout(READ_TIMEOUT, read_request(&mut rd, MAX_BODY_BYTES)).await
+        else {
             return;
         };
         let body: Value = serde_json::from_slice(&req.body).unwrap_or(Value::Null);
@@ -107,7 +42,7 @@ pub(super) async fn serve(mut stream: TcpStream, shared: Arc<Shared>) {
             let mut all = lock(&shared.requests);
             all.push(RecordedRequest {
                 method: req.method.clone(),
-                path: req.path.clone(),
+                path: req.target.clone(),
                 headers: req.headers.clone(),
                 body: body.clone(),
                 lines_sent: 0,
@@ -161,7 +96,7 @@ fn grpc_error(code: u16, grpc: u8, message: &str) -> Answer {
 }
 
 fn route(req: &WireRequest, body: &Value, config: &FakeConfig, shared: &Shared) -> Answer {
-    let path = req.path.split('?').next().unwrap_or("");
+    let path = req.path();
     let auth_ok = req
         .headers
         .iter()
@@ -200,10 +135,10 @@ fn check_body(body: &Value) -> Result<(), String> {
     if text.trim().is_empty() {
         return Err("text is required".into());
     }
-    if text.chars().count() > crate::inworld::text::MAX_CHARS {
+    if text.chars().count() > crate::inworld::MAX_CHARS {
         return Err(format!(
             "text exceeds the maximum of {} characters",
-            crate::inworld::text::MAX_CHARS
+            crate::inworld::MAX_CHARS
         ));
     }
     for field in ["voiceId", "modelId"] {
@@ -237,34 +172,8 @@ struct Ctx<'a> {
     body: &'a Value,
 }
 
-fn reason(code: u16) -> &'static str {
-    match code {
-        200 => "OK",
-        400 => "Bad Request",
-        401 => "Unauthorized",
-        403 => "Forbidden",
-        404 => "Not Found",
-        429 => "Too Many Requests",
-        500 => "Internal Server Error",
-        503 => "Service Unavailable",
-        _ => "Status",
-    }
-}
-
-fn http_chunk(bytes: &[u8]) -> Vec<u8> {
-    let mut out = format!("{:x}\r\n", bytes.len()).into_bytes();
-    out.extend_from_slice(bytes);
-    out.extend_from_slice(b"\r\n");
-    out
-}
-
-async fn write<W: AsyncWrite + Unpin>(wr: &mut W, bytes: &[u8]) -> bool {
-    wr.write_all(bytes).await.is_ok() && wr.flush().await.is_ok()
-}
-
 const STREAM_HEAD: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n\
 Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n";
-const LAST_CHUNK: &[u8] = b"0\r\n\r\n";
 
 fn ok(done: bool) -> Outcome {
     if done {
@@ -275,14 +184,8 @@ fn ok(done: bool) -> Outcome {
 }
 
 async fn json_response<W: AsyncWrite + Unpin>(wr: &mut W, code: u16, body: &Value) -> Outcome {
-    let body = body.to_string();
-    let head = format!(
-        "HTTP/1.1 {code} {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\
-Connection: close\r\n\r\n{body}",
-        reason(code),
-        body.len()
-    );
-    ok(write(wr, head.as_bytes()).await)
+    let out = sized_response(code, "application/json", body.to_string().as_bytes(), false);
+    ok(write(wr, &out).await)
 }
 
 async fn respond<W: AsyncWrite + Unpin>(ctx: &Ctx<'_>, answer: Answer, wr: &mut W) -> Outcome {

@@ -1,16 +1,22 @@
-//! Cutting a long line into requests Inworld accepts (sans-IO).
+//! Cutting a long line of speech into text-to-speech requests (sans-IO),
+//! for every voice that limits the text of one request.
 //!
-//! One `voice:stream` request takes at most 2,000 characters of text
-//! ([`MAX_CHARS`]). [`split_text`] cuts longer text into pieces that are
-//! each within the limit, preferring the end of a sentence in the second
-//! half of the window, then the last space, and cutting inside a word only
-//! when one word alone is longer than the limit. Cuts fall on `char`
-//! boundaries; pieces are trimmed and never empty, so the words of the
-//! pieces, in order, are the words of the text (except a word longer than
-//! the limit, which is cut into pieces of at most the limit).
-
-/// The most characters Inworld takes in one request.
-pub const MAX_CHARS: usize = 2000;
+//! Both of our voices take at most 2,000 characters a request — Inworld
+//! ([`crate::inworld::MAX_CHARS`]) and Deepgram Aura
+//! ([`crate::deepgram::aura::MAX_TEXT_CHARS`]) — and both speak a longer
+//! line as several requests in order. [`split_text`] makes the pieces: each
+//! within the limit, cut preferably at the end of a sentence in the second
+//! half of the window (so no piece is needlessly short), else at the last
+//! space, and inside a word only when one word alone is longer than the
+//! limit. Cuts fall on `char` boundaries; pieces are trimmed and never
+//! empty, so the words of the pieces, in order, are the words of the text
+//! (except a word longer than the limit, which is cut into pieces of at
+//! most the limit). Nothing but whitespace is lost.
+//!
+//! A sentence ends at `.`, `!`, `?`, `…`, `;` or `:` before whitespace,
+//! also with a closing quote or bracket after the stop (`"Stop." Then`).
+//! A line break is whitespace like any other: a word boundary, not by
+//! itself the end of a sentence.
 
 /// Characters that end a sentence (a cut after one, before whitespace, is
 /// preferred).
@@ -91,6 +97,15 @@ fn cut_point(rest: &str, limit: usize, max: usize) -> usize {
 mod tests {
     use super::*;
 
+    /// Inworld's and Aura's limit (the same 2,000 characters).
+    const MAX_CHARS: usize = crate::inworld::MAX_CHARS;
+
+    #[test]
+    fn both_voices_limit_requests_to_2000_characters() {
+        assert_eq!(crate::inworld::MAX_CHARS, 2000);
+        assert_eq!(crate::deepgram::aura::MAX_TEXT_CHARS, 2000);
+    }
+
     fn words(pieces: &[String]) -> Vec<&str> {
         pieces.iter().flat_map(|p| p.split_whitespace()).collect()
     }
@@ -100,6 +115,7 @@ mod tests {
         assert_eq!(split_text("  Hello there.  ", 2000), ["Hello there."]);
         assert!(split_text("", 2000).is_empty());
         assert!(split_text(" \n\t ", 2000).is_empty());
+        assert!(split_text("  \n ", 10).is_empty());
         assert_eq!(split_text("exactly", 7), ["exactly"]);
     }
 
@@ -108,12 +124,20 @@ mod tests {
         let text = "One two three four. Five six seven. Eight nine.";
         let p = split_text(text, 30);
         assert_eq!(p, ["One two three four.", "Five six seven. Eight nine."]);
+        assert_eq!(
+            split_text("One two three. Four five six seven.", 20),
+            ["One two three.", "Four five six seven."]
+        );
         // A sentence end in the first half is not worth a short piece.
         let p = split_text("Hi. one two three four five six seven", 20);
         assert_eq!(p[0], "Hi. one two three");
         assert_eq!(
             words(&p),
             text_words("Hi. one two three four five six seven")
+        );
+        assert_eq!(
+            split_text("Hi. aaaa bbbb cccc", 14),
+            ["Hi. aaaa bbbb", "cccc"]
         );
         // Closing quotes count with their stop.
         let p = split_text("He said \"stop.\" Then we left the house", 24);
@@ -128,6 +152,7 @@ mod tests {
     fn cuts_at_words_and_inside_only_overlong_words() {
         let p = split_text("aaaa bbbb cccc", 9);
         assert_eq!(p, ["aaaa bbbb", "cccc"]);
+        assert_eq!(split_text("abcdefghij", 4), ["abcd", "efgh", "ij"]);
         let p = split_text("abcdefghij kl", 4);
         assert_eq!(p, ["abcd", "efgh", "ij", "kl"]);
         for piece in &p {
@@ -137,6 +162,7 @@ mod tests {
 
     #[test]
     fn multibyte_text_is_cut_on_char_boundaries() {
+        assert_eq!(split_text("héllo wörld", 6), ["héllo", "wörld"]);
         let text = "温度温度温度 ééééé 😀😀😀😀😀😀😀";
         for max in 1..12 {
             let p = split_text(text, max);
@@ -163,10 +189,20 @@ mod tests {
     }
 
     proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig {
+            cases: 3000,
+            ..proptest::prelude::ProptestConfig::default()
+        })]
+
+        /// Word-shaped text (quotes, emoji) and character soup (CJK, `…`,
+        /// `;`, line breaks), with limits from 1 to 59 characters.
         #[test]
         fn pieces_are_bounded_nonempty_and_keep_the_words(
-            text in "([a-zé😀.!?\"]{0,12}[ \n\t]{0,3}){0,40}",
-            max in 1usize..40,
+            text in proptest::prop_oneof![
+                "([a-zé😀.!?\"]{0,12}[ \n\t]{0,3}){0,40}",
+                "[a-zé温 .!?;…\n\t]{0,300}",
+            ],
+            max in 1usize..60,
         ) {
             let p = split_text(&text, max);
             for piece in &p {
