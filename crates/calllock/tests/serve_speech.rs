@@ -124,6 +124,21 @@ async fn a_booking_call_through_every_vendor() {
     );
     // The agent hung up through Twilio's REST API, once.
     assert_eq!(v.twilio.count(&hang_up), 1);
+    // The record shows where each turn's time went, Inworld's first audio
+    // and the first mark echo included.
+    let events = s.server.store().events(&sid).await.unwrap();
+    let turns = calllock::latency::from_events(&events);
+    assert!(
+        turns.len() >= said.len() - 1,
+        "{} latency entries",
+        turns.len()
+    );
+    for t in &turns {
+        let (audio, heard) = (t.tts_first_audio_ms.unwrap(), t.first_heard_ms.unwrap());
+        assert!(audio <= heard, "{t:?}");
+        assert!(t.ours_ms().is_some_and(|o| o < 100.0), "{t:?}");
+    }
+    assert!(turns.iter().any(|t| t.llm_first_token_ms.is_some()));
     s.server.stop().await;
 }
 
