@@ -93,6 +93,10 @@ pub enum Timer {
 pub enum Input {
     /// The caller's media stream connected: speak the greeting.
     ClientConnected,
+    /// The caller spoke, but speech recognition produced no words for it
+    /// (its watchdog gave up): ask them to say it again — unless a reply
+    /// is already on its way or the call is ending.
+    NotHeard,
     /// A speech-to-text result. Interim results pass through untouched.
     Transcript {
         text: String,
@@ -356,6 +360,11 @@ impl<P: Policy> Engine<P> {
             Input::ClientConnected => {
                 if !self.ended {
                     self.speak(Canned::Greeting, now, out);
+                }
+            }
+            Input::NotHeard => {
+                if !self.ended && self.turn.is_none() && self.buffer.is_none() {
+                    self.speak(Canned::NotHeard, now, out);
                 }
             }
             Input::Transcript { text, is_final } => {
@@ -1034,6 +1043,36 @@ mod tests {
         effects
             .iter()
             .any(|e| matches!(e, Effect::Speak { canned: c, .. } if *c == canned))
+    }
+
+    #[test]
+    fn not_heard_asks_again_unless_a_reply_is_on_its_way() {
+        let mut e = engine_in(State::Discovery);
+        let fx = e.handle(Input::NotHeard, 1.0);
+        assert!(spoke(&fx, Canned::NotHeard), "{fx:?}");
+        let last = e.session().transcript_log.last().unwrap();
+        assert_eq!(
+            last.content.as_deref(),
+            Some("Sorry, I didn't catch that. Could you say that again?")
+        );
+        // A tool call is running for what the caller said: no re-ask.
+        let mut e = engine_in(State::Welcome);
+        let fx = e.handle(
+            Input::Transcript {
+                text: "my AC is broken".into(),
+                is_final: true,
+            },
+            2.0,
+        );
+        assert!(
+            fx.iter().any(|f| matches!(f, Effect::CallTool { .. })),
+            "{fx:?}"
+        );
+        assert!(!spoke(&e.handle(Input::NotHeard, 2.1), Canned::NotHeard));
+        assert_eq!(
+            Canned::from_id(&Canned::NotHeard.id()),
+            Some(Canned::NotHeard)
+        );
     }
 
     /// Any role enters the LLM context; only assistant messages become

@@ -461,6 +461,9 @@ pub enum Canned {
     IdlePrompt,
     /// Said before hanging up on a caller who stayed silent.
     IdleGoodbye,
+    /// The caller spoke but speech recognition made out no words (its
+    /// watchdog gave up waiting): ask them to say it again.
+    NotHeard,
 }
 
 impl Canned {
@@ -477,6 +480,7 @@ impl Canned {
             Canned::ScopedReply => "scoped_reply".to_string(),
             Canned::IdlePrompt => "idle:prompt".to_string(),
             Canned::IdleGoodbye => "idle:goodbye".to_string(),
+            Canned::NotHeard => "not_heard".to_string(),
         }
     }
 
@@ -490,6 +494,7 @@ impl Canned {
             "scoped_reply" => Canned::ScopedReply,
             "idle:prompt" => Canned::IdlePrompt,
             "idle:goodbye" => Canned::IdleGoodbye,
+            "not_heard" => Canned::NotHeard,
             other => Canned::Terminal(other.strip_prefix("canned_terminal:")?.parse().ok()?),
         })
     }
@@ -509,6 +514,7 @@ to sort this out."
             Canned::Terminal(s) => terminal_script(*s, profile).unwrap_or_default(),
             Canned::ScopedReply => String::new(),
             Canned::IdlePrompt => "Are you still there?".to_string(),
+            Canned::NotHeard => "Sorry, I didn't catch that. Could you say that again?".to_string(),
             Canned::IdleGoodbye => format!(
                 "I haven't heard anything, so I'll let you go. Call {} back anytime. Goodbye!",
                 profile.company_name

@@ -341,13 +341,18 @@ async fn deepgram_hearing_but_never_answering_is_caught_by_the_watchdog() {
     let mut c = Caller::call(&s.dial("+15125550555")).await;
     let sid = c.sid();
     // The greeting plays; the caller answers; Deepgram says nothing. The
-    // socket is reopened once, then given up: an apology, not dead air.
-    answered(&mut c, "Hi, my AC stopped cooling last night").await;
-    c.until_said("trouble hearing you").await;
+    // socket is reopened with the replay, then afresh, and the caller is
+    // asked to say it again — within 3 s, no dead air.
+    let asked = answered(&mut c, "Hi, my AC stopped cooling last night").await;
+    assert!(asked.contains("say that again"), "{asked:?}");
+    // Still nothing: an apology and a callback, not a caller talking to
+    // nobody.
+    let bye = answered(&mut c, "Hi, my AC stopped cooling last night").await;
+    assert!(bye.contains("trouble hearing you"), "{bye:?}");
     c.finish().await;
     let rec = s.record(&sid).await;
     assert_eq!(rec.final_state, "callback", "{:#}", rec.record);
-    assert_eq!(v.deepgram.log().connections, 2, "reopened once");
+    assert_eq!(v.deepgram.log().connections, 3, "reopened twice");
     let cbs = s.server.store().open_callbacks(10).await.unwrap();
     assert!(cbs.iter().any(|c| c.phone == "+15125550555"), "{cbs:?}");
     s.server.stop().await;

@@ -196,6 +196,10 @@ pub enum Data {
     InputAudio(Audio),
     /// Speech-to-text output.
     Transcript { text: Arc<str>, is_final: bool },
+    /// The caller spoke but speech-to-text made out no words, and gave up
+    /// waiting for them (a vendor's watchdog): the conversation should ask
+    /// the caller to say it again.
+    NotHeard,
     /// Ask the LLM stage for a reply (the request is application-defined;
     /// see [`crate::llm`]).
     LlmRequest { id: UtteranceId, request: Custom },
@@ -218,7 +222,10 @@ impl Data {
     /// audio and transcripts never are; everything the agent is about to say
     /// is.
     pub fn is_interruptible(&self) -> bool {
-        !matches!(self, Data::InputAudio(_) | Data::Transcript { .. })
+        !matches!(
+            self,
+            Data::InputAudio(_) | Data::Transcript { .. } | Data::NotHeard
+        )
     }
 }
 
@@ -263,6 +270,7 @@ impl Frame {
             Frame::Data(d) => match d.data {
                 Data::InputAudio(_) => "input_audio",
                 Data::Transcript { .. } => "transcript",
+                Data::NotHeard => "not_heard",
                 Data::LlmRequest { .. } => "llm_request",
                 Data::LlmText(_) => "llm_text",
                 Data::LlmEnd { .. } => "llm_end",

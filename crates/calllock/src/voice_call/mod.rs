@@ -589,6 +589,7 @@ impl Stage for ConversationStage {
                         );
                     }
                 }
+                Data::NotHeard => self.feed(Input::NotHeard, ctx),
                 data => ctx.push(Frame::data(d.epoch, data)),
             },
             Frame::Control(ControlFrame::UserStartedSpeaking) => {

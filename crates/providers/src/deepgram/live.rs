@@ -22,9 +22,12 @@
 //!   no error, no close, no transcripts): when the VAD heard the caller
 //!   stop (`Finalize`) and Deepgram sent nothing at all since the previous
 //!   `Finalize` nor within [`LiveConfig::stall_after`] of this one, the
-//!   socket is dropped and reopened with the replay, once; a second stall
-//!   in a row is [`LiveEvent::Failed`] (the call ends politely with a
-//!   callback rather than leaving the caller talking to nobody);
+//!   socket is stalled. The first stall reopens it and sends the replay
+//!   again, finalized, so the words come back; a second stall in a row
+//!   reopens it without the replay and reports [`LiveEvent::NotHeard`]
+//!   (the caller is asked to say it again); a third is
+//!   [`LiveEvent::Failed`] (the call ends politely with a callback rather
+//!   than leaving the caller talking to nobody);
 //! * at the end, `CloseStream`, the last results (bounded), then close.
 
 use super::listen::{self, ListenOptions, ServerMessage, CLOSE_STREAM, FINALIZE, KEEP_ALIVE};
@@ -107,8 +110,12 @@ pub enum LiveEvent {
     Reconnected {
         attempt: usize,
     },
-    /// Deepgram is unusable for this call (refused, or every reconnect
-    /// failed): nothing more will be heard from it.
+    /// The caller's last words were lost (the socket stalled twice in a
+    /// row): ask them to say it again.
+    NotHeard,
+    /// Deepgram is unusable for this call (refused, every reconnect
+    /// failed, or stalled three times in a row): nothing more will be
+    /// heard from it.
     Failed(String),
 }
 
@@ -290,6 +297,9 @@ struct Task {
     stall_at: Option<Instant>,
     /// Stalls in a row, with no message from Deepgram between them.
     stalls: u32,
+    /// Send `Finalize` right after the next socket's replay (the caller
+    /// had stopped when the last socket ended).
+    refinalize: bool,
 }
 
 async fn run(
@@ -308,6 +318,7 @@ async fn run(
         quiet_from: 0,
         stall_at: None,
         stalls: 0,
+        refinalize: false,
     };
     let mut failures = 0usize;
     let mut reconnecting = false;
@@ -345,17 +356,29 @@ async fn run(
             SocketEnd::Closed => return,
             SocketEnd::Dropped(why) => {
                 tracing::warn!(error = %why, "Deepgram socket dropped mid-call; reconnecting");
+                // A Finalize awaiting its check: the caller had stopped.
+                task.refinalize = task.stall_at.take().is_some();
                 reconnecting = true;
                 failures = 0;
             }
-            SocketEnd::Stalled if task.stalls >= 2 => {
-                let why = "Deepgram stopped answering (stalled twice)".to_string();
+            SocketEnd::Stalled if task.stalls >= 3 => {
+                let why = "Deepgram stopped answering (stalled three times)".to_string();
                 tracing::error!(error = %why, "Deepgram STT unusable for this call");
                 task.fail(why);
                 return;
             }
+            SocketEnd::Stalled if task.stalls == 2 => {
+                // The words are lost: start afresh and ask the caller.
+                tracing::warn!("Deepgram stalled again; the caller is asked to repeat");
+                task.replay = Replay::default();
+                task.refinalize = false;
+                let _ = task.events.send(LiveEvent::NotHeard);
+                reconnecting = true;
+                failures = 0;
+            }
             SocketEnd::Stalled => {
                 tracing::warn!("Deepgram sent nothing for an utterance; reconnecting");
+                task.refinalize = true;
                 reconnecting = true;
                 failures = 0;
             }
@@ -426,7 +449,8 @@ impl Task {
     async fn serve(&mut self, socket: Socket) -> SocketEnd {
         let (mut tx, mut rx) = socket.split();
         self.quiet_from = self.messages;
-        let after_stall = self.stall_at.take().is_some() || self.stalls > 0;
+        let after_stall = std::mem::take(&mut self.refinalize);
+        self.stall_at = None;
         // This socket's audio starts where Deepgram's coverage ended.
         let offset = self.replay.start;
         if !self.replay.bytes.is_empty() {

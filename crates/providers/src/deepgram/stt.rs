@@ -61,6 +61,12 @@ impl Stt for DeepgramStt {
                         tracing::info!(attempt, "Deepgram socket reopened");
                         continue;
                     }
+                    LiveEvent::NotHeard => {
+                        if !out.not_heard().await {
+                            return;
+                        }
+                        continue;
+                    }
                     LiveEvent::Failed(why) => {
                         tracing::error!(error = %why, "speech recognition lost for this call");
                         failed.store(true, Ordering::Release);

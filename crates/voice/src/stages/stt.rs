@@ -34,6 +34,12 @@ impl TranscriptOut {
         );
         self.tx.send(frame).await.is_ok()
     }
+
+    /// The caller spoke, but no words will come for it: the conversation
+    /// asks them to say it again ([`Data::NotHeard`]).
+    pub async fn not_heard(&self) -> bool {
+        self.tx.send(Frame::data(0, Data::NotHeard)).await.is_ok()
+    }
 }
 
 /// A speech-to-text engine for one call.
