@@ -157,23 +157,36 @@ async fn inworld_down_then_aura_down_the_caller_always_hears_the_agent() {
     answered(&mut c, "Hi, my AC stopped cooling last night").await;
     let aura_before = v.aura.requests().len();
     v.inworld.set_default(InworldBehaviour::ErrorAfter(1));
-    answered(&mut c, "No, nothing like that").await;
+    let cut = answered(&mut c, "No, nothing like that").await;
+    assert!(!cut.contains("thanks"), "the line was cut: {cut:?}");
+    // The connection resets mid-stream: the same.
+    v.inworld.set_default(InworldBehaviour::ResetAfter(2));
+    let cut = answered(&mut c, "Yes, it's a central unit").await;
+    assert!(!cut.contains("thanks"), "the line was cut: {cut:?}");
     assert_eq!(v.aura.requests().len(), aura_before, "no fallback mid-line");
-    // Inworld errs before any audio: Aura says the line.
+    // Inworld errs before any audio: Aura says the whole line.
     v.inworld.set_default(InworldBehaviour::ErrorBeforeAudio);
-    answered(&mut c, "78745").await;
-    assert!(v.aura.requests().len() > aura_before, "Aura spoke");
+    let said = answered(&mut c, "78745").await;
+    let aura_after = v.aura.requests().len();
+    assert!(aura_after > aura_before, "Aura spoke");
+    assert!(said.contains("Got it, thanks"), "{said:?}");
     // Inworld hangs (the breaker is open by now or the 1 s bound passes)
-    // and Aura fails: the offline voice speaks.
+    // and Aura fails: the offline voice says the whole line.
     v.inworld.set_default(InworldBehaviour::Hang);
     v.aura
         .set_behaviour(AuraBehaviour::Status(500, "{\"err_msg\":\"down\"}".into()));
-    answered(&mut c, "My name is Dana Fields").await;
+    let said = answered(&mut c, "My name is Dana Fields").await;
+    assert!(
+        v.aura.requests().len() > aura_after,
+        "Aura was asked and failed"
+    );
+    assert!(said.contains("Got it, thanks"), "{said:?}");
     answered(&mut c, "It's 4329 Franklin Street").await;
     c.phone.as_ref().unwrap().hang_up();
     c.finish().await;
     let rec = s.record(&sid).await;
     assert_eq!(rec.customer_name, "Dana Fields", "{:#}", rec.record);
+    assert!(rec.ended_at.is_some());
     s.server.stop().await;
 }
 
@@ -196,6 +209,7 @@ async fn a_barge_in_during_a_slow_inworld_stream_cancels_it_and_nothing_stale_pl
     }));
     let s = serve_with(|c| v.configure(c)).await;
     let mut c = Caller::call(&s.dial("+15125559876")).await;
+    let sid = c.sid();
     c.agent_turn().await;
     // From now on Inworld streams slowly: a word every 300 ms.
     v.inworld
@@ -242,6 +256,14 @@ async fn a_barge_in_during_a_slow_inworld_stream_cancels_it_and_nothing_stale_pl
     assert!(next.contains("Got it"), "{next:?}");
     c.phone.as_ref().unwrap().hang_up();
     c.finish().await;
+    let rec = s.record(&sid).await;
+    assert_eq!(
+        user_lines(&rec),
+        [
+            "Hi, my AC stopped cooling last night",
+            "Sorry, hold on, it's actually the heater"
+        ]
+    );
     s.server.stop().await;
 }
 
