@@ -4,186 +4,13 @@
 //! record read back by the real `calllock calls show` and `calllock
 //! transcript` binaries against the same database.
 
-use calllock::config::Config;
-use calllock::dial::phone::{PhoneEvent, PhoneLog};
-use calllock::dial::{place_call, Answer, DialOptions};
+#[path = "support/served.rs"]
+mod served;
+
 use calllock::latency::{ReplyKind, TurnLatency};
-use calllock::serve::Server;
 use serde_json::Value;
+use served::*;
 use std::process::Command;
-use std::time::Duration;
-use tokio::sync::mpsc;
-use tokio::time::Instant;
-
-const CPS: f64 = 60.0;
-
-struct Served {
-    server: Server,
-    cfg: Config,
-    _dir: tempfile::TempDir,
-}
-
-/// A server on a fresh SQLite database with fast speech and a 0.1 s
-/// model.
-async fn serve() -> Served {
-    let dir = tempfile::tempdir().unwrap();
-    let mut cfg = Config {
-        database: dir.path().join("calls.db"),
-        instance: "latency-test".into(),
-        ..Config::default()
-    };
-    cfg.sim.llm_latency_s = 0.1;
-    cfg.sim.speech_chars_per_s = CPS;
-    cfg.outbox.poll_s = 0.2;
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let server = Server::start(cfg.clone(), listener).await.unwrap();
-    Served {
-        server,
-        cfg,
-        _dir: dir,
-    }
-}
-
-impl Served {
-    fn dial(&self, from: &str) -> DialOptions {
-        DialOptions {
-            url: format!("http://{}", self.server.addr),
-            from: from.into(),
-            to: "+15125550000".into(),
-            auth_token: None,
-            chars_per_second: CPS,
-        }
-    }
-
-    /// The finished record of `call_id` (post-call done), waiting for it.
-    async fn record(&self, call_id: &str) -> store::CallRecord {
-        let deadline = Instant::now() + Duration::from_secs(20);
-        loop {
-            if let Some(r) = self.server.store().get_call(call_id).await.unwrap() {
-                if r.ended_at.is_some() && !r.record.is_null() {
-                    return r;
-                }
-            }
-            assert!(Instant::now() < deadline, "no record for {call_id}");
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-    }
-}
-
-/// A caller on the line: the phone plus its events.
-struct Caller {
-    phone: Option<calllock::dial::phone::Phone>,
-    rx: mpsc::UnboundedReceiver<PhoneEvent>,
-    /// Agent words since the caller last spoke.
-    words: Vec<String>,
-    speaking: bool,
-    quiet_since: Instant,
-    closed: bool,
-}
-
-impl Caller {
-    async fn call(o: &DialOptions) -> Caller {
-        let (tx, rx) = mpsc::unbounded_channel();
-        let phone = match place_call(o, tx).await.unwrap() {
-            Answer::Connected(p) => p,
-            Answer::TurnedAway(t) => panic!("turned away: {t}"),
-        };
-        Caller {
-            phone: Some(phone),
-            rx,
-            words: Vec::new(),
-            speaking: false,
-            quiet_since: Instant::now(),
-            closed: false,
-        }
-    }
-
-    fn take(&mut self, e: PhoneEvent) {
-        match e {
-            PhoneEvent::AgentWord(w) => {
-                self.words.push(w);
-                self.speaking = true;
-            }
-            PhoneEvent::AgentQuiet | PhoneEvent::Cleared => {
-                self.speaking = false;
-                self.quiet_since = Instant::now();
-            }
-            PhoneEvent::Closed => self.closed = true,
-        }
-    }
-
-    async fn pump(&mut self, d: Duration) {
-        let until = Instant::now() + d;
-        while !self.closed {
-            tokio::select! {
-                e = self.rx.recv() => match e { Some(e) => self.take(e), None => self.closed = true },
-                _ = tokio::time::sleep_until(until) => return,
-            }
-        }
-    }
-
-    /// Wait until the agent said something and went quiet for 400 ms.
-    async fn agent_turn(&mut self) {
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while !self.closed {
-            if !self.words.is_empty()
-                && !self.speaking
-                && self.quiet_since.elapsed() >= Duration::from_millis(400)
-            {
-                return;
-            }
-            assert!(Instant::now() < deadline, "the agent never answered");
-            self.pump(Duration::from_millis(20)).await;
-        }
-    }
-
-    /// Wait until the agent's words since the caller spoke contain `text`
-    /// and the agent is quiet again.
-    async fn until_said(&mut self, text: &str) {
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while !self.words.join(" ").contains(text) {
-            assert!(
-                !self.closed && Instant::now() < deadline,
-                "never said {text:?}: {:?}",
-                self.words
-            );
-            self.pump(Duration::from_millis(20)).await;
-        }
-        self.agent_turn().await;
-    }
-
-    /// Say `text` after the agent's turn.
-    async fn turn(&mut self, text: &str) {
-        self.agent_turn().await;
-        self.words.clear();
-        self.phone.as_ref().unwrap().say(text);
-    }
-
-    async fn finish(mut self) -> PhoneLog {
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while !self.closed {
-            assert!(Instant::now() < deadline, "the call never ended");
-            self.pump(Duration::from_millis(50)).await;
-        }
-        self.phone.take().unwrap().finished().await
-    }
-}
-
-/// The caller lines of `examples/replays/booking.jsonl` (the last says goodbye).
-fn booking_lines() -> Vec<String> {
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../examples/replays/booking.jsonl"
-    );
-    let items = calllock::script::parse(&std::fs::read_to_string(path).unwrap()).unwrap();
-    items
-        .into_iter()
-        .filter_map(|i| match i {
-            calllock::sim::ScriptItem::Caller { text, .. } => Some(text),
-            _ => None,
-        })
-        .collect()
-}
 
 /// The `calllock` binary on `db`, never a developer's config.
 fn calllock(db: &std::path::Path, args: &[&str]) -> String {
@@ -222,9 +49,9 @@ fn within(v: Option<f64>, lo: f64, hi: f64, what: &str, t: &TurnLatency) -> f64 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_served_booking_call_records_where_each_turn_went() {
-    let s = serve().await;
+    let s = serve_with(|_| {}).await;
     let mut c = Caller::call(&s.dial("+15125559876")).await;
-    let sid = c.phone.as_ref().unwrap().call_sid.clone();
+    let sid = c.sid();
     let lines = booking_lines();
     let (to_confirm, bye) = (&lines[..8], lines.last().unwrap());
     for line in to_confirm {

@@ -104,12 +104,7 @@ async fn a_booking_call_heard_through_deepgram() {
     assert_eq!(rec.booking_status, "confirmed", "{:#}", rec.record);
     assert_eq!(rec.customer_name, "Dana Fields");
     // Every caller line reached the record through Deepgram, once.
-    let user: Vec<String> = lines(&rec.transcript)
-        .into_iter()
-        .filter(|(r, _)| r == "user")
-        .map(|(_, t)| t)
-        .collect();
-    assert_eq!(user, said);
+    assert_eq!(user_lines(&rec), said);
     let heard = dg.log();
     assert_eq!(heard.connections, 1, "{heard:?}");
     assert!(

@@ -104,12 +104,7 @@ async fn a_booking_call_through_every_vendor() {
     assert_eq!(rec.booking_status, "confirmed", "{:#}", rec.record);
     assert_eq!(rec.customer_name, "Dana Fields");
     // Every caller line reached the record through Deepgram, once.
-    let user: Vec<String> = lines(&rec.transcript)
-        .into_iter()
-        .filter(|(r, _)| r == "user")
-        .map(|(_, t)| t)
-        .collect();
-    assert_eq!(user, said);
+    assert_eq!(user_lines(&rec), said);
     // The LLM's words were spoken by Inworld and heard at the phone.
     assert!(
         heard.iter().any(|h| h.contains("Got it, thanks")),
@@ -265,15 +260,6 @@ async fn a_barge_in_during_a_slow_inworld_stream_cancels_it_and_nothing_stale_pl
         ]
     );
     s.server.stop().await;
-}
-
-/// The user lines of a finished call's transcript.
-fn user_lines(rec: &store::CallRecord) -> Vec<String> {
-    lines(&rec.transcript)
-        .into_iter()
-        .filter(|(r, _)| r == "user")
-        .map(|(_, t)| t)
-        .collect()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

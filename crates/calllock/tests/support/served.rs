@@ -268,3 +268,12 @@ pub fn twilio_rest(fake: &FakeHttp, call_sid: &str) -> String {
     );
     path
 }
+
+/// The user lines of a finished call's transcript.
+pub fn user_lines(rec: &store::CallRecord) -> Vec<String> {
+    lines(&rec.transcript)
+        .into_iter()
+        .filter(|(r, _)| r == "user")
+        .map(|(_, t)| t)
+        .collect()
+}
