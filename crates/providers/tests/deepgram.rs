@@ -233,3 +233,48 @@ async fn an_unanswered_finalize_after_speech_is_no_stall() {
     assert!(all.is_empty(), "{all:?}");
     assert_eq!(fake.log().connections, 1);
 }
+
+#[tokio::test]
+async fn after_the_caller_is_asked_again_a_recovered_socket_hears_them() {
+    // Socket 1 hears the first line (the call clock moves on), then drops
+    // in the second; sockets 2 and 3 are silent (two stalls: the caller is
+    // asked again); socket 4 is healthy.
+    let fake = FakeDeepgram::start(FakeBehaviour {
+        drop_after_words: Some(9),
+        ..FakeBehaviour::default()
+    })
+    .await;
+    let mut cfg = config(&fake);
+    cfg.stall_after = Duration::from_millis(300);
+    let (h, mut rx) = spawn(cfg);
+    let until = |n: usize| {
+        let fake = &fake;
+        async move {
+            let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+            while fake.log().connections < n {
+                assert!(tokio::time::Instant::now() < deadline, "no socket {n}");
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        }
+    };
+    until(1).await;
+    fake.set_behaviour(FakeBehaviour {
+        silent: true,
+        ..FakeBehaviour::default()
+    });
+    say(&h, "Hi, my AC stopped cooling last night", 700);
+    let (got, _) = finals(&mut rx, 1, Duration::from_secs(10)).await;
+    assert_eq!(got, ["Hi, my AC stopped cooling last night"]);
+    say(&h, "My name is Dana Fields", 300);
+    until(2).await;
+    h.finalize();
+    until(3).await;
+    fake.set_behaviour(FakeBehaviour::default());
+    let all = events_for(&mut rx, Duration::from_secs(3)).await;
+    assert!(all.contains(&LiveEvent::NotHeard), "{all:?}");
+    assert_eq!(fake.log().connections, 4);
+    // The caller's repeat is heard on the recovered socket.
+    say(&h, "My name is Dana Fields", 700);
+    let (got, all) = finals(&mut rx, 1, Duration::from_secs(10)).await;
+    assert_eq!(got, ["My name is Dana Fields"], "{all:?}");
+}

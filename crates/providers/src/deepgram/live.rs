@@ -370,7 +370,11 @@ async fn run(
             SocketEnd::Stalled if task.stalls == 2 => {
                 // The words are lost: start afresh and ask the caller.
                 tracing::warn!("Deepgram stalled again; the caller is asked to repeat");
-                task.replay = Replay::default();
+                // Drop the unheard audio but keep the call clock: the new
+                // socket's times start at the call's present, after every
+                // word already delivered.
+                task.replay.bytes.clear();
+                task.replay.start = task.received;
                 task.refinalize = false;
                 let _ = task.events.send(LiveEvent::NotHeard);
                 reconnecting = true;
@@ -419,7 +423,9 @@ impl Task {
                 _ = tokio::time::sleep_until(until) => return false,
                 cmd = self.rx.recv() => match cmd {
                     Some(Command::Audio(a)) => self.take_audio(&a),
-                    Some(Command::Finalize) => {}
+                    // The caller stopped while no socket was open: ask
+                    // the next one for the words at once.
+                    Some(Command::Finalize) => self.refinalize = true,
                     None => return true,
                 },
             }
