@@ -237,7 +237,7 @@ async fn voice_checks(cfg: &Config) -> Vec<Check> {
             ok,
             what: "tts",
             detail: format!(
-                "Deepgram Aura at {base}, voice {}: {detail}",
+                "Deepgram Aura at {base}, voice {} (the key checked, not the voice name): {detail}",
                 cfg.deepgram.tts_voice
             ),
         });

@@ -30,7 +30,7 @@
 //! Dropping a line's stream drops the vendor request in flight (a
 //! barge-in): nothing stale plays.
 
-use agent::breaker::CircuitBreaker;
+use agent::breaker::{BreakerState, CircuitBreaker};
 use futures_util::StreamExt;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -48,6 +48,10 @@ pub type LazyTts = Box<dyn Fn() -> Arc<dyn Tts> + Send + Sync>;
 pub struct VoiceBreaker {
     breaker: Mutex<CircuitBreaker>,
     epoch: Instant,
+    /// A half-open probe line is in flight: every other line goes to the
+    /// fallback meanwhile (a dead primary costs one line its wait, not
+    /// every line of every call that starts in that window).
+    probing: AtomicBool,
 }
 
 impl VoiceBreaker {
@@ -57,6 +61,7 @@ impl VoiceBreaker {
         Arc::new(VoiceBreaker {
             breaker: Mutex::new(CircuitBreaker::new(failure_threshold, cooldown_s)),
             epoch: Instant::now(),
+            probing: AtomicBool::new(false),
         })
     }
 
@@ -68,19 +73,37 @@ impl VoiceBreaker {
         self.epoch.elapsed().as_secs_f64()
     }
 
-    /// Whether the primary may be asked now (closed, or a half-open probe).
+    /// Whether a line starting now would ask the primary: closed, or
+    /// half-open with no probe in flight. Only looks.
     pub fn should_try(&self) -> bool {
         let now = self.now();
-        self.lock().should_try(now)
+        match self.lock().state(now) {
+            BreakerState::Closed => true,
+            BreakerState::HalfOpen => !self.probing.load(Ordering::Acquire),
+            BreakerState::Open => false,
+        }
+    }
+
+    /// `Some(is_probe)` when the primary may be asked now.
+    fn admit(&self) -> Option<bool> {
+        let now = self.now();
+        let state = self.lock().state(now);
+        match state {
+            BreakerState::Closed => Some(false),
+            BreakerState::HalfOpen if !self.probing.swap(true, Ordering::AcqRel) => Some(true),
+            _ => None,
+        }
     }
 
     fn record_failure(&self) {
         let now = self.now();
         self.lock().record_failure(now);
+        self.probing.store(false, Ordering::Release);
     }
 
     fn record_success(&self) {
         self.lock().record_success();
+        self.probing.store(false, Ordering::Release);
     }
 
     /// Consecutive failures of the primary (for health output and tests).
@@ -196,10 +219,27 @@ struct Line {
     text: Arc<str>,
     phase: Phase,
     out: VecDeque<Result<TtsEvent, TtsError>>,
+    /// This line is the half-open probe and its outcome is not known yet.
+    probe: bool,
+}
+
+impl Drop for Line {
+    fn drop(&mut self) {
+        if self.probe {
+            // Dropped (a barge-in) before the primary answered: let the
+            // next line probe instead.
+            self.shared
+                .opts
+                .breaker
+                .probing
+                .store(false, Ordering::Release);
+        }
+    }
 }
 
 impl Line {
     fn primary_failed(&mut self, why: &str) {
+        self.probe = false;
         self.shared.opts.breaker.record_failure();
         self.fall_back(why);
     }
@@ -227,6 +267,7 @@ impl Line {
                 let wait = self.shared.opts.first_audio_timeout;
                 match tokio::time::timeout(wait, stream.next()).await {
                     Ok(Some(Ok(TtsEvent::Audio(a)))) => {
+                        self.probe = false;
                         self.shared.opts.breaker.record_success();
                         self.out.extend(held.drain(..).map(Ok));
                         self.out.push_back(Ok(TtsEvent::Audio(a)));
@@ -267,23 +308,31 @@ impl Line {
                 Some(Err(e)) if spoke => {
                     tracing::warn!(error = %e.0, "the fallback voice failed mid-line; the line ends there");
                 }
-                Some(Err(e)) => match (&self.shared.opts.last_resort, last) {
-                    (Some(tts), false) => {
-                        tracing::error!(error = %e.0, "both voices failed; the offline voice speaks");
-                        self.phase = Phase::Other {
-                            stream: tts.synthesize(&self.text),
-                            spoke: false,
-                            last: true,
-                        };
-                    }
-                    _ => self.out.push_back(Err(TtsError(format!(
-                        "no voice could say the line: {}",
-                        e.0
-                    )))),
-                },
+                Some(Err(e)) => self.other_failed(&e.0, last),
+                // Ended without a word: as good as an error.
+                None if !spoke => self.other_failed("the voice ended without audio", last),
                 None => {}
             },
             Phase::Done => {}
+        }
+    }
+}
+
+impl Line {
+    /// The fallback (or the last resort) failed before saying anything.
+    fn other_failed(&mut self, why: &str, last: bool) {
+        match (&self.shared.opts.last_resort, last) {
+            (Some(tts), false) => {
+                tracing::error!(error = %why, "both voices failed; the offline voice speaks");
+                self.phase = Phase::Other {
+                    stream: tts.synthesize(&self.text),
+                    spoke: false,
+                    last: true,
+                };
+            }
+            _ => self
+                .out
+                .push_back(Err(TtsError(format!("no voice could say the line: {why}")))),
         }
     }
 }
@@ -295,8 +344,10 @@ impl Tts for FallbackTts {
             text: Arc::from(text),
             phase: Phase::Done,
             out: VecDeque::new(),
+            probe: false,
         };
-        if self.shared.opts.breaker.should_try() {
+        if let Some(probe) = self.shared.opts.breaker.admit() {
+            line.probe = probe;
             line.phase = Phase::Primary {
                 stream: self.shared.primary.synthesize(text),
                 held: Vec::new(),
@@ -453,6 +504,53 @@ mod tests {
             !breaker.should_try(),
             "a failed probe restarts the cooldown (D-20)"
         );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn half_open_lets_one_line_probe_and_the_rest_use_the_fallback() {
+        let breaker = VoiceBreaker::new(1, 60.0);
+        let primary = Voice::new(1, false, Duration::from_secs(2));
+        let tts = FallbackTts::new(
+            primary.clone(),
+            Box::new(|| Voice::new(2, false, Duration::ZERO) as Arc<dyn Tts>),
+            FallbackOptions {
+                breaker: breaker.clone(),
+                ..FallbackOptions::default()
+            },
+        );
+        breaker.record_failure();
+        tokio::time::advance(Duration::from_secs(61)).await;
+        // The probe is in flight (slow primary); a second line meanwhile
+        // goes straight to the fallback.
+        let probe = tts.synthesize("one");
+        assert_eq!(tag(&say(&tts).await), vec![2]);
+        assert_eq!(primary.calls.load(Ordering::SeqCst), 1);
+        // A probe dropped before its answer frees the slot.
+        drop(probe);
+        assert!(breaker.should_try());
+        // The next probe succeeds: closed again, every line asks the primary.
+        assert_eq!(tag(&say(&tts).await), vec![1]);
+        assert_eq!(breaker.consecutive_failures(), 0);
+        assert_eq!(tag(&say(&tts).await), vec![1]);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_fallback_ending_without_audio_hands_the_line_to_the_last_resort() {
+        struct Mute;
+        impl Tts for Mute {
+            fn synthesize(&self, _text: &str) -> TtsStream {
+                Box::pin(futures_util::stream::empty())
+            }
+        }
+        let tts = FallbackTts::new(
+            Voice::new(1, true, Duration::ZERO),
+            Box::new(|| Arc::new(Mute) as Arc<dyn Tts>),
+            FallbackOptions {
+                last_resort: Some(Voice::new(9, false, Duration::ZERO)),
+                ..FallbackOptions::default()
+            },
+        );
+        assert_eq!(tag(&say(&tts).await), vec![9]);
     }
 
     #[tokio::test(start_paused = true)]

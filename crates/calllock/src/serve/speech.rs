@@ -166,7 +166,9 @@ impl Voices {
     pub async fn say_ulaw(&self, cfg: &Config, text: &str) -> Vec<u8> {
         let mut ulaw = Vec::new();
         let mut stream = self.tts().synthesize(text);
-        let limit = Duration::from_secs_f64(cfg.tts.first_audio_timeout_s * 2.0 + 10.0);
+        // The primary's wait, then a short line from the fallback: a caller
+        // being let go is not kept waiting long.
+        let limit = Duration::from_secs_f64(cfg.tts.first_audio_timeout_s + 5.0);
         let collect = async {
             while let Some(item) = stream.next().await {
                 let Ok(TtsEvent::Audio(a)) = item else {
