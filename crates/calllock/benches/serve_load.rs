@@ -397,7 +397,22 @@ async fn report_latency(db: &std::path::Path) {
             turns.extend(calllock::latency::from_events(&events));
         }
     }
-    let stat = |name: &str, v: Vec<f64>| {
+    println!(
+        "per-turn latency over {} turns of {} calls (ms from the caller's speech end):",
+        turns.len(),
+        calls.len()
+    );
+    type Measure = fn(&calllock::latency::TurnLatency) -> Option<f64>;
+    let rows: [(&str, Measure); 6] = [
+        ("ours (total)", |t| t.ours_ms()),
+        ("ours: stt final -> request", |t| t.ours_before_ms()),
+        ("ours: first audio -> out", |t| t.ours_after_ms()),
+        ("vendor: llm first token", |t| t.llm_ms()),
+        ("vendor: tts first audio", |t| t.tts_ms()),
+        ("first outbound audio", |t| t.first_outbound_ms),
+    ];
+    for (name, measure) in rows {
+        let v: Vec<f64> = turns.iter().filter_map(measure).collect();
         let p = |q| calllock::latency::percentile(&v, q).unwrap_or(f64::NAN);
         println!(
             "  {name:<28} p50 {:>7.1} ms  p99 {:>7.1} ms  max {:>7.1} ms  ({} turns)",
@@ -406,34 +421,5 @@ async fn report_latency(db: &std::path::Path) {
             p(100.0),
             v.len()
         );
-    };
-    println!(
-        "per-turn latency over {} turns of {} calls (ms from the caller's speech end):",
-        turns.len(),
-        calls.len()
-    );
-    stat(
-        "ours (total)",
-        turns.iter().filter_map(|t| t.ours_ms()).collect(),
-    );
-    stat(
-        "ours: stt final -> request",
-        turns.iter().filter_map(|t| t.ours_before_ms()).collect(),
-    );
-    stat(
-        "ours: first audio -> out",
-        turns.iter().filter_map(|t| t.ours_after_ms()).collect(),
-    );
-    stat(
-        "vendor: llm first token",
-        turns.iter().filter_map(|t| t.llm_ms()).collect(),
-    );
-    stat(
-        "vendor: tts first audio",
-        turns.iter().filter_map(|t| t.tts_ms()).collect(),
-    );
-    stat(
-        "first outbound audio",
-        turns.iter().filter_map(|t| t.first_outbound_ms).collect(),
-    );
+    }
 }

@@ -262,50 +262,49 @@ async fn a_barge_in_during_a_slow_inworld_stream_cancels_it_and_nothing_stale_pl
     s.server.stop().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_deepgram_socket_dropped_mid_utterance_loses_no_word() {
+/// Two caller lines through a Deepgram that behaves as `b`: each is
+/// answered within 3 s and reaches the record whole, once. Returns the
+/// fakes for what else the test checks.
+async fn two_lines_heard_through(b: FakeBehaviour) -> Vendors {
+    const LINES: [&str; 2] = [
+        "Hi, my AC stopped cooling last night",
+        "No, nothing like that",
+    ];
     let v = Vendors::start().await;
-    v.deepgram.set_behaviour(FakeBehaviour {
-        drop_after_words: Some(4),
-        ..FakeBehaviour::default()
-    });
+    v.deepgram.set_behaviour(b);
     let s = serve_with(|c| v.configure(c)).await;
     let mut c = Caller::call(&s.dial("+15125559876")).await;
     let sid = c.sid();
-    let line = "Hi, my AC stopped cooling last night";
-    answered(&mut c, line).await;
-    answered(&mut c, "No, nothing like that").await;
+    for line in LINES {
+        answered(&mut c, line).await;
+    }
     c.phone.as_ref().unwrap().hang_up();
     c.finish().await;
     let rec = s.record(&sid).await;
-    assert_eq!(user_lines(&rec), [line, "No, nothing like that"]);
-    assert_eq!(v.deepgram.log().connections, 2, "reconnected once");
+    assert_eq!(user_lines(&rec), LINES);
     s.server.stop().await;
+    v
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deepgram_socket_dropped_mid_utterance_loses_no_word() {
+    let v = two_lines_heard_through(FakeBehaviour {
+        drop_after_words: Some(4),
+        ..FakeBehaviour::default()
+    })
+    .await;
+    assert_eq!(v.deepgram.log().connections, 2, "reconnected once");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn deepgram_never_finalizing_still_ends_every_turn() {
-    let v = Vendors::start().await;
-    v.deepgram.set_behaviour(FakeBehaviour {
-        speech_final: false, // only UtteranceEnd ends an utterance
+    // Only UtteranceEnd ends an utterance.
+    let v = two_lines_heard_through(FakeBehaviour {
+        speech_final: false,
         ..FakeBehaviour::default()
-    });
-    let s = serve_with(|c| v.configure(c)).await;
-    let mut c = Caller::call(&s.dial("+15125559876")).await;
-    let sid = c.sid();
-    answered(&mut c, "Hi, my AC stopped cooling last night").await;
-    answered(&mut c, "No, nothing like that").await;
-    c.phone.as_ref().unwrap().hang_up();
-    c.finish().await;
-    let rec = s.record(&sid).await;
-    assert_eq!(
-        user_lines(&rec),
-        [
-            "Hi, my AC stopped cooling last night",
-            "No, nothing like that"
-        ]
-    );
-    s.server.stop().await;
+    })
+    .await;
+    assert_eq!(v.deepgram.log().connections, 1);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

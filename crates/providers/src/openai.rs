@@ -1001,19 +1001,10 @@ pub fn completion_content(raw: &[u8]) -> Result<String, ResponderError> {
 /// its body (read for at most a second and 4 KiB).
 async fn status_error(
     status: reqwest::StatusCode,
-    mut resp: reqwest::Response,
+    resp: reqwest::Response,
     deadline: Instant,
 ) -> ResponderError {
-    let read = async {
-        let mut raw = Vec::new();
-        while raw.len() < 4096 {
-            match resp.chunk().await {
-                Ok(Some(c)) => raw.extend_from_slice(&c),
-                _ => break,
-            }
-        }
-        raw
-    };
+    let read = crate::v2::read_some(resp, 4096);
     let limit = deadline.min(Instant::now() + Duration::from_secs(1));
     let raw = tokio::time::timeout_at(limit, read)
         .await

@@ -406,6 +406,20 @@ pub(crate) async fn read_capped(
     Ok(body)
 }
 
+/// Up to `limit` bytes of the body; whatever arrived if it breaks off
+/// (for quoting an error answer).
+pub(crate) async fn read_some(mut resp: reqwest::Response, limit: usize) -> Vec<u8> {
+    let mut body = Vec::new();
+    while let Ok(Some(chunk)) = resp.chunk().await {
+        let room = limit - body.len();
+        body.extend_from_slice(&chunk[..chunk.len().min(room)]);
+        if body.len() >= limit {
+            break;
+        }
+    }
+    body
+}
+
 /// The HTTP client the providers use: the timeout, no redirects (a redirect
 /// is an answer, never followed with our headers), rustls.
 pub(crate) fn http_client(timeout: Duration) -> Result<reqwest::Client, ConfigError> {

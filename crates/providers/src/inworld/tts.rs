@@ -374,21 +374,8 @@ impl Synthesis {
 
     /// A status error quoting the start of the body (at most 4 KiB, read
     /// for at most a second).
-    async fn status_error(
-        &self,
-        status: reqwest::StatusCode,
-        mut resp: reqwest::Response,
-    ) -> String {
-        let read = async {
-            let mut raw = Vec::new();
-            while raw.len() < 4096 {
-                match resp.chunk().await {
-                    Ok(Some(c)) => raw.extend_from_slice(&c),
-                    _ => break,
-                }
-            }
-            raw
-        };
+    async fn status_error(&self, status: reqwest::StatusCode, resp: reqwest::Response) -> String {
+        let read = crate::v2::read_some(resp, 4096);
         let raw = tokio::time::timeout(Duration::from_secs(1), read)
             .await
             .unwrap_or_default();

@@ -216,7 +216,7 @@ impl TwilioRest {
         }
         // The status is the answer; a body that breaks off is still read
         // as far as it came.
-        let body = read_some(resp, MAX_ERROR_BODY_BYTES).await;
+        let body = crate::v2::read_some(resp, MAX_ERROR_BODY_BYTES).await;
         let (code, message) = twilio_error(&body);
         Err(TwilioRestError::Status {
             status,
@@ -232,19 +232,6 @@ impl TwilioRest {
             TwilioRestError::Network(crate::v2::describe_error(e))
         }
     }
-}
-
-/// Up to `limit` bytes of the body; whatever arrived if it breaks off.
-async fn read_some(mut resp: reqwest::Response, limit: usize) -> Vec<u8> {
-    let mut body = Vec::new();
-    while let Ok(Some(chunk)) = resp.chunk().await {
-        let room = limit - body.len();
-        body.extend_from_slice(&chunk[..chunk.len().min(room)]);
-        if body.len() >= limit {
-            break;
-        }
-    }
-    body
 }
 
 /// Twilio's `code` and `message` from an error body
