@@ -295,6 +295,8 @@ fn main() {
                 to: "+15125550000".into(),
                 auth_token: None,
                 chars_per_second: 15.0,
+                speech: Default::default(),
+                record: None,
             };
             let offset = Duration::from_secs_f64(a.every * (k as f64 / a.calls as f64));
             let at = t0 + Duration::from_secs_f64(a.ramp as f64 * k as f64 / a.calls as f64);

@@ -197,15 +197,21 @@ pub async fn voice(cfg: &config::Config, caller_id: String) -> Result<()> {
         display::dim(
             &format!(
                 "voice call to {} from {caller_id}: `calllock serve` on {} and a local phone \
-                 (Twilio Media Streams over loopback, offline speech codec); type as the caller \
+                 (Twilio Media Streams over loopback, {}); type as the caller \
                  (type while the agent talks to interrupt), Ctrl-D hangs up",
-                cfg.business.company_name, server.addr
+                cfg.business.company_name,
+                server.addr,
+                server.speech_summary()
             ),
             std::io::stdout().is_terminal()
         )
     );
     let store = server.store().clone();
-    let opts = dial_options(&cfg, format!("http://{}", server.addr), caller_id);
+    let mut opts = dial_options(&cfg, format!("http://{}", server.addr), caller_id);
+    // The phone shares the server's local speech (one model in memory).
+    if let Some(local) = server.local_speech() {
+        opts.speech = crate::dial::phone::PhoneSpeech::Local(local);
+    }
     let r = crate::dial::dial(
         &opts,
         crate::dial::Drive::Keyboard(stdin_lines()),
@@ -226,5 +232,7 @@ pub fn dial_options(cfg: &config::Config, url: String, from: String) -> crate::d
         to: "+15125550000".into(),
         auth_token: cfg.twilio.signed().then(|| cfg.twilio.auth_token.clone()),
         chars_per_second: cfg.sim.speech_chars_per_s,
+        speech: Default::default(),
+        record: None,
     }
 }

@@ -14,6 +14,7 @@ pub mod harness;
 pub mod instance;
 pub mod journal;
 pub mod latency;
+pub mod local_speech;
 pub mod logging;
 pub mod ops;
 pub mod record;

@@ -78,9 +78,15 @@ enum Command {
     },
     /// Call a `calllock serve` as Twilio would: the /twiml webhook, then the
     /// media stream (20 ms audio, marks echoed as audio plays, `clear`
-    /// honoured). Type as the caller (spoken with the offline speech
-    /// codec); agent words print as they play; Ctrl-D hangs up. Prints the
-    /// call's outcome when the server shares this database.
+    /// honoured). Type as the caller; agent words print as they play;
+    /// Ctrl-D hangs up. Prints the call's outcome when the server shares
+    /// this database.
+    ///
+    /// Speech: when the server hears real speech (local Whisper or
+    /// Deepgram), typed lines are spoken by the local voice and the
+    /// agent's audio is transcribed by Whisper (needs local speech here
+    /// too: scripts/setup-local-speech); otherwise both sides use the
+    /// offline speech codec. --voice chooses.
     Dial {
         /// The server (default: http://127.0.0.1:<serve.port>).
         #[arg(long, value_name = "URL")]
@@ -96,6 +102,20 @@ enum Command {
         /// caller line with no timing.
         #[arg(long, value_name = "S", default_value_t = 0.5)]
         pause: f64,
+        /// Say recorded caller lines instead of typing: a WAV file, or a
+        /// folder of them played in name order, each once the agent has
+        /// answered (any rate, mono or stereo, PCM16 or µ-law).
+        #[arg(long, value_name = "FILE|DIR", conflicts_with = "script")]
+        wav: Option<PathBuf>,
+        /// Save both sides of the call to a WAV file (left: caller, right:
+        /// agent, 8 kHz) for a person to listen to.
+        #[arg(long, value_name = "OUT.wav")]
+        record: Option<PathBuf>,
+        /// How the caller speaks and hears: auto (as the server hears),
+        /// codec (the offline speech codec) or local (the local voice and
+        /// Whisper).
+        #[arg(long, value_name = "MODE", default_value = "auto")]
+        voice: String,
     },
     /// Play scripted callers end to end (booking, emergency, out of area,
     /// returning caller rescheduling, high-ticket lead), print each
@@ -367,14 +387,21 @@ async fn run(cli: Cli) -> Result<()> {
             caller_id,
             script,
             pause,
+            wav,
+            record,
+            voice,
         } => {
             if !(pause.is_finite() && (0.0..=60.0).contains(&pause)) {
                 bail!("--pause must be between 0 and 60 seconds");
             }
             let url = url.unwrap_or_else(|| format!("http://127.0.0.1:{}", cfg.serve.port));
-            let drive = match script {
-                None => calllock::dial::Drive::Keyboard(calllock::console::stdin_lines()),
-                Some(file) => {
+            let drive = match (script, wav) {
+                (None, Some(path)) => calllock::dial::Drive::Recordings {
+                    clips: calllock::dial::recordings::load_clips(&path)?,
+                    pause: std::time::Duration::from_secs_f64(pause),
+                },
+                (None, None) => calllock::dial::Drive::Keyboard(calllock::console::stdin_lines()),
+                (Some(file), _) => {
                     let bytes = std::fs::read(&file)
                         .with_context(|| format!("cannot read script {}", file.display()))?;
                     let items = script::parse_bytes(&bytes)
@@ -386,7 +413,9 @@ async fn run(cli: Cli) -> Result<()> {
                 }
             };
             let store = calllock::wiring::open_store(&cfg).await.ok();
-            let opts = calllock::console::dial_options(&cfg, url, caller_id);
+            let mut opts = calllock::console::dial_options(&cfg, url, caller_id);
+            opts.speech = calllock::dial::choose_speech(&cfg, &opts.url, &voice).await?;
+            opts.record = record;
             calllock::dial::dial(&opts, drive, store.as_ref())
                 .await
                 .map(|_| ())

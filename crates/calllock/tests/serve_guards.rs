@@ -304,6 +304,8 @@ async fn sigterm_with_a_live_call() {
         to: "+15125550000".into(),
         auth_token: None,
         chars_per_second: 60.0,
+        speech: Default::default(),
+        record: None,
     };
     let phone = match calllock::dial::place_call(&opts, tx).await.unwrap() {
         calllock::dial::Answer::Connected(p) => p,

@@ -10,8 +10,10 @@ use agent::BusinessProfile;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
+mod local_speech;
 mod serve;
 mod speech;
+pub use local_speech::SpeechSection;
 pub use serve::{ServeSection, TwilioSection};
 pub use speech::{DeepgramSection, InworldSection, TtsSection};
 
@@ -242,6 +244,7 @@ pub struct Config {
     pub deepgram: DeepgramSection,
     pub inworld: InworldSection,
     pub tts: TtsSection,
+    pub speech: SpeechSection,
 }
 
 impl Default for Config {
@@ -262,6 +265,7 @@ impl Default for Config {
             deepgram: DeepgramSection::default(),
             inworld: InworldSection::default(),
             tts: TtsSection::default(),
+            speech: SpeechSection::default(),
         }
     }
 }
@@ -548,6 +552,8 @@ pub fn load_from(path: Option<&Path>, env: &[(String, String)]) -> Result<Config
     speech::apply_inworld_env(&mut cfg.inworld, &get);
     problems.extend(speech::inworld_problems(&cfg.inworld));
     problems.extend(speech::tts_problems(&cfg.tts));
+    local_speech::apply_env(&mut cfg.speech, &get);
+    problems.extend(local_speech::problems(&cfg.speech));
     problems.extend(vendor_problems(&cfg));
     if problems.is_empty() {
         Ok(cfg)

@@ -11,6 +11,7 @@
 //!    every 20 ms, marks echoed as audio plays, `clear` honoured.
 
 pub mod phone;
+pub mod recordings;
 pub mod script;
 
 use anyhow::{bail, Context, Result};
@@ -29,6 +30,11 @@ pub struct DialOptions {
     pub auth_token: Option<String>,
     /// The caller's speaking rate (characters per second).
     pub chars_per_second: f64,
+    /// How the caller speaks and the agent is heard.
+    pub speech: phone::PhoneSpeech,
+    /// Write both sides of the call to this WAV file (left: caller,
+    /// right: agent) when it ends.
+    pub record: Option<std::path::PathBuf>,
 }
 
 /// What the webhook answered.
@@ -196,6 +202,8 @@ pub async fn place_call(
             account_sid,
             parameters,
             chars_per_second: o.chars_per_second,
+            speech: o.speech.clone(),
+            record: o.record.is_some(),
         },
         events,
     )
@@ -210,6 +218,12 @@ pub enum Drive {
     /// A replay script; `pause` after the agent's turn before each line.
     Script {
         items: Vec<crate::sim::ScriptItem>,
+        pause: std::time::Duration,
+    },
+    /// Recorded caller lines (`--wav`), each said once the agent has
+    /// answered and gone quiet (then `pause`).
+    Recordings {
+        clips: Vec<recordings::Clip>,
         pause: std::time::Duration,
     },
 }
@@ -238,7 +252,20 @@ pub async fn dial(
         Drive::Script { items, pause } => {
             script::run_script(phone, listener, items, pause, o.chars_per_second).await
         }
+        Drive::Recordings { clips, pause } => {
+            script::run_recordings(phone, listener, clips, pause).await
+        }
     };
+    if let (Some(path), Some(rec)) = (&o.record, &log.recording) {
+        match std::fs::write(path, rec.to_wav()) {
+            Ok(()) => eprintln!(
+                "recorded {:.1} s of the call to {} (left: caller, right: agent)",
+                rec.caller.len() as f64 / 8000.0,
+                path.display()
+            ),
+            Err(e) => eprintln!("cannot write the recording {}: {e}", path.display()),
+        }
+    }
     eprintln!(
         "call {} ended: {} hung up; {} agent word(s) heard, {} barge-in clear(s), {} mark(s) echoed",
         log.call_sid,
@@ -312,4 +339,44 @@ mod tests {
         assert!(s[2..].chars().all(|c| c.is_ascii_hexdigit()));
         assert_ne!(s, new_sid("CA"));
     }
+}
+
+/// How `dial` should speak: `"codec"`, `"local"`, or `"auto"` — whatever
+/// the server hears (`/health?verbose=1`: Whisper or Deepgram hear real
+/// speech; the codec hears only the codec).
+pub async fn choose_speech(
+    cfg: &crate::config::Config,
+    url: &str,
+    mode: &str,
+) -> Result<phone::PhoneSpeech> {
+    let local = || -> Result<phone::PhoneSpeech> {
+        let mut c = cfg.clone();
+        c.speech.local = "on".into();
+        let l = crate::local_speech::LocalSpeech::start(&c)
+            .context("speaking real voices needs local speech on this side too")?;
+        Ok(phone::PhoneSpeech::Local(l))
+    };
+    match mode {
+        "codec" => Ok(phone::PhoneSpeech::Codec),
+        "local" => local(),
+        "auto" => {
+            let ears = server_ears(url).await;
+            match ears.as_deref() {
+                Some("whisper") | Some("deepgram") => local(),
+                _ => Ok(phone::PhoneSpeech::Codec),
+            }
+        }
+        other => bail!("--voice must be auto, codec or local (not {other:?})"),
+    }
+}
+
+/// What the server at `url` hears callers with, if it says.
+async fn server_ears(url: &str) -> Option<String> {
+    let health = format!("{}/health?verbose=1", url.trim().trim_end_matches('/'));
+    let client = reqwest::Client::builder()
+        .timeout(std::time::Duration::from_secs(5))
+        .build()
+        .ok()?;
+    let v: serde_json::Value = client.get(&health).send().await.ok()?.json().await.ok()?;
+    v["vendors"]["speech"]["ears"].as_str().map(str::to_string)
 }

@@ -3,8 +3,8 @@
 //!
 //! - Sends `connected`, `start` (stream and call SIDs, the TwiML's
 //!   `<Parameter>`s), then one 20 ms `media` message every 20 ms — the
-//!   caller's speech when they say something (the offline speech codec),
-//!   silence otherwise — and `stop` when the caller hangs up.
+//!   caller's speech when they say something, silence otherwise — and
+//!   `stop` when the caller hangs up.
 //! - Plays the agent's `media` at real-time rate from a playout buffer and
 //!   echoes each `mark` once the audio queued before it has played (at
 //!   once when nothing is queued), as Twilio does.
@@ -12,6 +12,14 @@
 //!
 //! What the caller heard (the agent's words, as they play) is reported as
 //! [`PhoneEvent`]s and kept in the [`PhoneLog`].
+//!
+//! **Speech** ([`PhoneSpeech`]): with the offline codec, the caller's
+//! lines are codec audio and the agent's words are decoded as each one
+//! plays. With local speech, the caller's lines are spoken by the local
+//! voice (Flite) and each stretch of agent audio is transcribed by
+//! Whisper once it has played (so its words arrive a moment after it).
+//! Either way the phone can keep a two-channel recording of the call
+//! (left: caller, right: agent) for a person to listen to.
 
 use anyhow::{Context, Result};
 use base64::Engine as _;
@@ -41,6 +49,51 @@ pub enum PhoneEvent {
     Cleared,
     /// The socket closed.
     Closed,
+    /// Agent audio started playing (local speech: its words come later).
+    AgentSpeaking,
+    /// What a stretch of agent audio said, transcribed once it played
+    /// (local speech).
+    AgentSaid(String),
+}
+
+/// How the phone speaks the caller's lines and hears the agent.
+#[derive(Clone, Default)]
+pub enum PhoneSpeech {
+    /// The offline speech codec: exact, word by word.
+    #[default]
+    Codec,
+    /// Real voices: lines spoken by the local voice, the agent heard by
+    /// Whisper.
+    Local(crate::local_speech::LocalSpeech),
+}
+
+impl std::fmt::Debug for PhoneSpeech {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            PhoneSpeech::Codec => "Codec",
+            PhoneSpeech::Local(_) => "Local",
+        })
+    }
+}
+
+/// Both sides of a call as the phone heard it, 8 kHz, sample-aligned.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Recording {
+    pub caller: Vec<i16>,
+    pub agent: Vec<i16>,
+}
+
+impl Recording {
+    /// A two-channel WAV file: left the caller, right the agent.
+    pub fn to_wav(&self) -> Vec<u8> {
+        let n = self.caller.len().min(self.agent.len());
+        let mut interleaved = Vec::with_capacity(n * 2);
+        for i in 0..n {
+            interleaved.push(self.caller[i]);
+            interleaved.push(self.agent[i]);
+        }
+        audio::wav::write_wav_pcm16(8000, 2, &interleaved)
+    }
 }
 
 /// One agent word the caller heard, with when it started playing.
@@ -73,6 +126,8 @@ pub struct PhoneLog {
     /// From the end of each caller line (its last frame sent) to the next
     /// agent audio.
     pub reply_latencies: Vec<Duration>,
+    /// Both sides of the call, when asked for ([`Connect::record`]).
+    pub recording: Option<Recording>,
 }
 
 impl PhoneLog {
@@ -97,12 +152,18 @@ pub struct Connect {
     pub account_sid: String,
     /// The TwiML's `<Parameter>`s.
     pub parameters: Vec<(String, String)>,
-    /// The caller's speaking rate (characters per second).
+    /// The caller's speaking rate (characters per second; codec speech).
     pub chars_per_second: f64,
+    /// How the caller speaks and the agent is heard.
+    pub speech: PhoneSpeech,
+    /// Keep a recording of both sides.
+    pub record: bool,
 }
 
 enum Cmd {
     Say(String),
+    /// Caller audio, 8 kHz µ-law.
+    Audio(Vec<u8>),
     Raw(String),
     HangUp,
     Drop,
@@ -111,6 +172,8 @@ enum Cmd {
 /// A live call from the phone's side.
 pub struct Phone {
     cmd: mpsc::UnboundedSender<Cmd>,
+    /// Local speech: lines to speak, in order (synthesized off the loop).
+    speaker: Option<mpsc::UnboundedSender<String>>,
     task: tokio::task::JoinHandle<PhoneLog>,
     pub call_sid: String,
 }
@@ -144,9 +207,30 @@ impl Phone {
             .with_context(|| format!("cannot open the stream {}", c.stream_url))?;
         let (cmd, rx) = mpsc::unbounded_channel();
         let call_sid = c.call_sid.clone();
+        let speaker = match &c.speech {
+            PhoneSpeech::Codec => None,
+            PhoneSpeech::Local(local) => {
+                let (stx, mut srx) = mpsc::unbounded_channel::<String>();
+                let (local, cmd) = (local.clone(), cmd.clone());
+                tokio::spawn(async move {
+                    while let Some(text) = srx.recv().await {
+                        match local.say_ulaw(&text).await {
+                            Some(ulaw) => {
+                                let _ = cmd.send(Cmd::Audio(ulaw));
+                            }
+                            None => {
+                                tracing::warn!(text, "the local voice could not say a caller line")
+                            }
+                        }
+                    }
+                });
+                Some(stx)
+            }
+        };
         let task = tokio::spawn(run(ws, c, rx, events));
         Ok(Phone {
             cmd,
+            speaker,
             task,
             call_sid,
         })
@@ -154,7 +238,20 @@ impl Phone {
 
     /// The caller says `text` (queued after what they are still saying).
     pub fn say(&self, text: &str) {
-        let _ = self.cmd.send(Cmd::Say(text.to_string()));
+        match &self.speaker {
+            Some(s) => {
+                let _ = s.send(text.to_string());
+            }
+            None => {
+                let _ = self.cmd.send(Cmd::Say(text.to_string()));
+            }
+        }
+    }
+
+    /// The caller plays recorded audio (8 kHz µ-law), queued after what
+    /// they are still saying.
+    pub fn play_ulaw(&self, ulaw: Vec<u8>) {
+        let _ = self.cmd.send(Cmd::Audio(ulaw));
     }
 
     /// Send a raw text frame (tests: garbage, odd messages).
@@ -254,6 +351,42 @@ async fn run(
     let mut caller_done_at: Option<Instant> = None;
     let mut tick = tokio::time::interval(Duration::from_millis(20));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Burst);
+    // Local speech: the agent audio of the current stretch, and the
+    // transcriptions under way.
+    let ear = match &c.speech {
+        PhoneSpeech::Local(l) => l.recogniser(),
+        PhoneSpeech::Codec => None,
+    };
+    let (heard_tx, mut heard_rx) = mpsc::unbounded_channel::<(Duration, String)>();
+    let mut stretch_audio: Vec<i16> = Vec::new();
+    let mut stretch_at = Duration::ZERO;
+    let mut transcribing = 0usize;
+    let submit = |audio: &mut Vec<i16>, at: Duration, transcribing: &mut usize| {
+        let Some(ear) = &ear else { return };
+        if audio.is_empty() {
+            return;
+        }
+        let clip = speech::utterances::to_recogniser_rate(&std::mem::take(audio), 8000);
+        let tx = heard_tx.clone();
+        *transcribing += 1;
+        match ear.recognise(clip) {
+            Ok(heard) => {
+                tokio::spawn(async move {
+                    let text = match heard.await {
+                        Ok(Ok(t)) => speech::utterances::clean_transcript(&t),
+                        _ => String::new(),
+                    };
+                    let _ = tx.send((at, text));
+                });
+            }
+            Err(_) => {
+                let _ = tx.send((at, String::new()));
+            }
+        }
+    };
+    if c.record {
+        log.recording = Some(Recording::default());
+    }
     let echo = |name: &str| {
         json!({"event": "mark", "sequenceNumber": "0", "streamSid": stream_sid, "mark": {"name": name}})
             .to_string()
@@ -273,6 +406,9 @@ async fn run(
                     None => vec![SILENCE; FRAME],
                 };
                 let ts = (chunk - 1) * 20;
+                if let Some(rec) = log.recording.as_mut() {
+                    audio::mulaw::decode(&frame, &mut rec.caller);
+                }
                 out.push(media_json(&stream_sid, seq, chunk, ts, &frame));
                 seq += 1;
                 chunk += 1;
@@ -282,21 +418,32 @@ async fn run(
                     out.push(echo(m));
                 }
                 log.marks_echoed += marks.len();
+                let mut pcm = Vec::with_capacity(FRAME);
                 match played {
                     Some(bytes) => {
-                        playing = true;
-                        let mut pcm = Vec::with_capacity(bytes.len());
                         audio::mulaw::decode(&bytes, &mut pcm);
-                        if let Decoded::Word(w) = codec::decode(&pcm) {
+                        if ear.is_some() {
+                            if !playing {
+                                stretch_at = t0.elapsed();
+                                let _ = events.send(PhoneEvent::AgentSpeaking);
+                            }
+                            stretch_audio.extend_from_slice(&pcm);
+                        } else if let Decoded::Word(w) = codec::decode(&pcm) {
                             log.heard.push(HeardWord { word: w.clone(), at: t0.elapsed() });
                             let _ = events.send(PhoneEvent::AgentWord(w));
                         }
+                        playing = true;
                     }
                     None if playing => {
                         playing = false;
+                        submit(&mut stretch_audio, stretch_at, &mut transcribing);
                         let _ = events.send(PhoneEvent::AgentQuiet);
                     }
                     None => {}
+                }
+                if let Some(rec) = log.recording.as_mut() {
+                    pcm.resize(FRAME, 0);
+                    rec.agent.extend_from_slice(&pcm);
                 }
             }
             msg = rx.next() => {
@@ -348,6 +495,7 @@ async fn run(
                     }
                     Some("clear") => {
                         log.clears += 1;
+                        submit(&mut stretch_audio, stretch_at, &mut transcribing);
                         let _ = events.send(PhoneEvent::Cleared);
                         for it in playout.drain(..) {
                             if let Item::Mark(name) = it {
@@ -359,8 +507,13 @@ async fn run(
                     _ => log.bad_messages += 1,
                 }
             }
+            Some((at, text)) = heard_rx.recv(), if transcribing > 0 => {
+                transcribing -= 1;
+                take_heard(&mut log, &events, at, text);
+            }
             cmd = cmds.recv() => match cmd {
                 Some(Cmd::Say(text)) => caller.extend(speech_frames(&text, c.chars_per_second)),
+                Some(Cmd::Audio(ulaw)) => caller.extend(ulaw_frames(&ulaw)),
                 Some(Cmd::Raw(text)) => out.push(text),
                 Some(Cmd::HangUp) | None => {
                     let stop = json!({
@@ -388,8 +541,54 @@ async fn run(
             }
         }
     }
+    // What played last is transcribed too; wait for what is under way.
+    submit(&mut stretch_audio, stretch_at, &mut transcribing);
+    let deadline = Instant::now() + TRANSCRIBE_WAIT;
+    while transcribing > 0 {
+        match tokio::time::timeout_at(deadline, heard_rx.recv()).await {
+            Ok(Some((at, text))) => {
+                transcribing -= 1;
+                take_heard(&mut log, &events, at, text);
+            }
+            _ => break,
+        }
+    }
+    log.heard.sort_by_key(|w| w.at);
     let _ = events.send(PhoneEvent::Closed);
     log
+}
+
+/// How long a phone waits, after the call, for the agent's last words to
+/// be transcribed.
+const TRANSCRIBE_WAIT: Duration = Duration::from_secs(20);
+
+/// Keep what a stretch of agent audio said.
+fn take_heard(
+    log: &mut PhoneLog,
+    events: &mpsc::UnboundedSender<PhoneEvent>,
+    at: Duration,
+    text: String,
+) {
+    if text.is_empty() {
+        return;
+    }
+    log.heard.extend(text.split_whitespace().map(|w| HeardWord {
+        word: w.to_string(),
+        at,
+    }));
+    let _ = events.send(PhoneEvent::AgentSaid(text));
+}
+
+/// Caller audio (8 kHz µ-law) as whole 20 ms frames (the last padded with
+/// silence).
+fn ulaw_frames(ulaw: &[u8]) -> Vec<Vec<u8>> {
+    ulaw.chunks(FRAME)
+        .map(|c| {
+            let mut f = c.to_vec();
+            f.resize(FRAME, SILENCE);
+            f
+        })
+        .collect()
 }
 
 /// Play 20 ms from the playout buffer: the audio played (if any) and the

@@ -63,6 +63,14 @@ impl Listener {
                     let _ = out.flush();
                 }
             }
+            PhoneEvent::AgentSpeaking => self.speaking = true,
+            PhoneEvent::AgentSaid(text) => {
+                self.words_since_said += text.split_whitespace().count();
+                if self.print {
+                    self.end_line();
+                    println!("agent:  {text}");
+                }
+            }
             PhoneEvent::AgentQuiet => {
                 self.speaking = false;
                 self.quiet_since = Instant::now();
@@ -191,6 +199,31 @@ pub async fn run_script(
     // The script is over: wait for the agent to end the call.
     while !l.is_closed() {
         l.pump(Duration::from_millis(200)).await;
+    }
+    phone.finished().await
+}
+
+/// Play recorded caller lines: each once the agent has answered and gone
+/// quiet (then `pause`); then wait for the agent to end the call, or hang
+/// up after its answer to the last line.
+pub async fn run_recordings(
+    phone: Phone,
+    mut l: Listener,
+    clips: Vec<super::recordings::Clip>,
+    pause: Duration,
+) -> PhoneLog {
+    for clip in clips {
+        l.agent_turn_over(true).await;
+        l.pump(pause).await;
+        if l.is_closed() {
+            break;
+        }
+        l.said(&format!("[{}]", clip.name));
+        phone.play_ulaw(clip.ulaw);
+    }
+    if !l.is_closed() {
+        l.agent_turn_over(true).await;
+        phone.hang_up();
     }
     phone.finished().await
 }

@@ -66,7 +66,11 @@ pub(super) async fn health(
             "llm": app.vendors.responder.name(),
             "backend": format!("{:?}", cfg.backend.kind).to_lowercase(),
             "dashboard": app.vendors.dashboard.is_some(),
-            "speech": "offline codec",
+            "speech": {
+                "ears": app.voices.ears(cfg),
+                "voices": app.voices.chain,
+                "local": app.voices.local().describe(),
+            },
             "twilio": {
                 "signatures": cfg.twilio.signed(),
                 "rest_hang_up": app.rest.is_some(),

@@ -122,8 +122,20 @@ impl Server {
             stop_worker.subscribe(),
         ));
         let rest = rest_client(&cfg)?;
-        let voices = speech::Voices::new(&cfg)?;
-        tracing::info!(voices = voices.chain.join(" → "), "the agent's voice");
+        let local = crate::local_speech::LocalSpeech::start(&cfg)?;
+        if let Some(why) = &local.note {
+            if !cfg.deepgram.enabled() {
+                tracing::warn!(
+                    "callers are heard through the offline speech codec, not real speech: {why}"
+                );
+            }
+        }
+        let voices = speech::Voices::new(&cfg, local)?;
+        tracing::info!(
+            voices = voices.chain.join(" → "),
+            ears = voices.ears(&cfg),
+            "the agent's voice and ears"
+        );
         let app = Arc::new(App {
             calls: LiveCalls::new(cfg.serve.max_calls as usize),
             cfg: Arc::new(cfg),
@@ -165,6 +177,22 @@ impl Server {
     /// The database the server writes its calls to.
     pub fn store(&self) -> &store::Store {
         &self.app.vendors.store
+    }
+
+    /// The local speech the server uses, if any (to share its model).
+    pub fn local_speech(&self) -> Option<crate::local_speech::LocalSpeech> {
+        let l = self.app.voices.local();
+        l.is_on().then(|| l.clone())
+    }
+
+    /// How calls are heard and spoken, in words.
+    pub fn speech_summary(&self) -> String {
+        let v = &self.app.voices;
+        format!(
+            "heard by {}, spoken by {}",
+            v.ears(&self.app.cfg),
+            v.chain.join(" → ")
+        )
     }
 
     /// Calls live now.

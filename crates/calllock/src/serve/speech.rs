@@ -1,11 +1,13 @@
 //! The speech vendors of served calls.
 //!
-//! **Ears.** Deepgram live STT when `[deepgram]` has a key, else the
+//! **Ears.** Deepgram live STT when `[deepgram]` has a key, else local
+//! speech (Whisper, [`crate::local_speech`]) when installed, else the
 //! offline speech codec (`voice::offline`) — text carried in the audio
 //! itself, which `calllock dial` speaks and hears — so a whole call runs
-//! with no keys.
+//! with no keys either way.
 //!
-//! **Voice.** A chain, first to last, of the voices configured (SPEC §8.5):
+//! **Voice.** A chain, first to last, of the voices configured (SPEC §8.5);
+//! "offline" is the local voice (Flite) when installed, else the codec:
 //!
 //! | keys set            | primary | fallback | last resort   |
 //! |---------------------|---------|----------|---------------|
@@ -20,6 +22,7 @@
 //! [`FallbackTts`] (the fallback is started lazily, per call).
 
 use crate::config::Config;
+use crate::local_speech::LocalSpeech;
 use anyhow::{Context, Result};
 use futures_util::StreamExt;
 use providers::deepgram::aura::{AuraConfig, AuraTts};
@@ -53,6 +56,7 @@ pub struct Voices {
     primary: Option<Arc<dyn Tts>>,
     fallback: Option<Arc<dyn Tts>>,
     offline: Arc<dyn Tts>,
+    local: LocalSpeech,
     breaker: Arc<VoiceBreaker>,
     first_audio_timeout: Duration,
     /// Who speaks first, for logs and `/health`.
@@ -60,13 +64,17 @@ pub struct Voices {
 }
 
 impl Voices {
-    /// The voices `cfg` configures (see the module table).
-    pub fn new(cfg: &Config) -> Result<Voices> {
-        let offline: Arc<dyn Tts> = Arc::new(CodecTts {
-            rate: 8000,
-            chars_per_second: cfg.sim.speech_chars_per_s,
-            first_audio: Duration::from_millis(150),
-        });
+    /// The voices `cfg` configures (see the module table), the offline
+    /// one from `local` when it is in use.
+    pub fn new(cfg: &Config, local: LocalSpeech) -> Result<Voices> {
+        let offline: Arc<dyn Tts> = match local.voice(8000) {
+            Some(v) => v,
+            None => Arc::new(CodecTts {
+                rate: 8000,
+                chars_per_second: cfg.sim.speech_chars_per_s,
+                first_audio: Duration::from_millis(150),
+            }),
+        };
         let inworld: Option<Arc<dyn Tts>> = match cfg.inworld.enabled() {
             true => Some(Arc::new(
                 InworldTts::new(inworld(cfg)).context("setting up Inworld text-to-speech")?,
@@ -86,7 +94,7 @@ impl Voices {
         if aura.is_some() {
             chain.push("aura");
         }
-        chain.push("offline");
+        chain.push(if local.is_on() { "local" } else { "offline" });
         let (primary, fallback) = match (inworld, aura) {
             (Some(i), a) => (Some(i), a),
             (None, a) => (a, None),
@@ -96,10 +104,27 @@ impl Voices {
             primary,
             fallback,
             offline,
+            local,
             breaker: VoiceBreaker::new(t.breaker_failures, t.breaker_cooldown_s),
             first_audio_timeout: Duration::from_secs_f64(t.first_audio_timeout_s),
             chain,
         })
+    }
+
+    /// The local speech in use (or why not).
+    pub fn local(&self) -> &LocalSpeech {
+        &self.local
+    }
+
+    /// Who hears the callers, for logs and `/health`.
+    pub fn ears(&self, cfg: &Config) -> &'static str {
+        if cfg.deepgram.enabled() {
+            "deepgram"
+        } else if self.local.is_on() {
+            "whisper"
+        } else {
+            "codec"
+        }
     }
 
     /// The primary voice's breaker (for `/health`).
@@ -134,16 +159,18 @@ impl Voices {
             let dg = DeepgramStt::new(deepgram(cfg));
             let lost = dg.failed();
             (Box::new(dg), Some(lost))
+        } else if let Some(local) = self.local.stt() {
+            (local, None)
         } else {
             (Box::new(CodecStt::default()), None)
         };
         let model = match cfg.serve.vad.as_str() {
             "model" => true,
             "codec" => false,
-            _ => vendor,
+            _ => vendor || self.local.is_on(),
         };
         let detector: Box<dyn SpeechDetector> = match model {
-            true => match audio::vad::Vad::new(VadParams::default(), 8000) {
+            true => match audio::vad::Vad::new(VadParams::telephone(), 8000) {
                 Ok(v) => Box::new(v),
                 Err(e) => {
                     tracing::error!(error = %e, "the voice model cannot run; detecting codec speech");

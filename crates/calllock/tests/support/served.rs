@@ -56,6 +56,8 @@ impl Served {
                 .signed()
                 .then(|| self.cfg.twilio.auth_token.clone()),
             chars_per_second: CPS,
+            speech: Default::default(),
+            record: None,
         }
     }
 
@@ -122,6 +124,11 @@ impl Caller {
                 self.clears += 1;
                 self.speaking = false;
                 self.quiet_since = Instant::now();
+            }
+            PhoneEvent::AgentSpeaking => self.speaking = true,
+            PhoneEvent::AgentSaid(text) => {
+                self.words
+                    .extend(text.split_whitespace().map(str::to_string));
             }
             PhoneEvent::Closed => self.closed = true,
         }

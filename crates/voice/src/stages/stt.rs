@@ -22,6 +22,11 @@ pub struct TranscriptOut {
 }
 
 impl TranscriptOut {
+    /// Results go into `tx` (the STT stage's own inbox, or a test's).
+    pub fn new(tx: Sender) -> Self {
+        TranscriptOut { tx }
+    }
+
     /// Send a result into the pipeline (waits when the stage is backed up;
     /// results are never dropped).
     pub async fn send(&self, t: Transcript) -> bool {
@@ -52,6 +57,9 @@ pub trait Stt: Send + 'static {
     fn finish(&mut self) -> Vec<Transcript> {
         Vec::new()
     }
+    /// The VAD heard the caller start: a recogniser of whole utterances
+    /// starts a clip.
+    fn user_started_speaking(&mut self) {}
     /// The VAD heard the caller stop: a streaming vendor may flush what it
     /// holds (Deepgram's `Finalize`).
     fn user_stopped_speaking(&mut self) {}
@@ -66,6 +74,9 @@ impl<S: Stt + ?Sized> Stt for Box<S> {
     }
     fn finish(&mut self) -> Vec<Transcript> {
         (**self).finish()
+    }
+    fn user_started_speaking(&mut self) {
+        (**self).user_started_speaking()
     }
     fn user_stopped_speaking(&mut self) {
         (**self).user_stopped_speaking()
@@ -101,9 +112,9 @@ impl<S: Stt> Stage for SttStage<S> {
     }
     fn handle(&mut self, frame: Frame, dir: Direction, ctx: &mut Ctx<'_>) {
         match frame {
-            Frame::System(SystemFrame::Start) => self.stt.start(TranscriptOut {
-                tx: ctx.self_sender(),
-            }),
+            Frame::System(SystemFrame::Start) => {
+                self.stt.start(TranscriptOut::new(ctx.self_sender()))
+            }
             Frame::Data(d) => match &d.data {
                 Data::InputAudio(a) => {
                     let ts = self.stt.push_audio(a);
@@ -114,6 +125,10 @@ impl<S: Stt> Stage for SttStage<S> {
             Frame::Control(crate::frames::ControlFrame::End) => {
                 let ts = self.stt.finish();
                 push_all(ctx, ts);
+            }
+            f @ Frame::Control(crate::frames::ControlFrame::UserStartedSpeaking) => {
+                self.stt.user_started_speaking();
+                ctx.pass(f, dir);
             }
             f @ Frame::Control(crate::frames::ControlFrame::UserStoppedSpeaking) => {
                 self.stt.user_stopped_speaking();

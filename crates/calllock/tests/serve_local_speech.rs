@@ -1,0 +1,367 @@
+//! Whole calls in real speech, with no keys: `calllock serve` hears with
+//! Whisper and speaks with Flite (local speech), and the caller is the
+//! Twilio-speaking phone of `calllock dial` playing recorded caller lines
+//! (the committed fixtures, rendered once by Piper's `joe` voice) over a
+//! real Media Streams socket. The phone transcribes the agent's audio with
+//! Whisper, so each test checks what the agent *said*, not just what it
+//! meant to say, and the outcome in the database.
+//!
+//! Needs `--features local-speech` and `scripts/setup-local-speech`;
+//! without them each test says SKIP and why (and fails under CI, which
+//! must test the real stack).
+
+#[path = "support/served.rs"]
+mod served;
+
+use std::path::PathBuf;
+
+/// Why local speech cannot be tested here, if it cannot.
+fn missing() -> Option<String> {
+    if !cfg!(feature = "local-speech") {
+        return Some("built without --features local-speech".into());
+    }
+    let model = speech::install::default_whisper_model();
+    let model = std::env::var("CALLLOCK_WHISPER_MODEL")
+        .map(PathBuf::from)
+        .unwrap_or(model);
+    (!model.is_file()).then(|| {
+        format!(
+            "no Whisper model at {} (run scripts/setup-local-speech)",
+            model.display()
+        )
+    })
+}
+
+/// SKIP with the reason, or fail under CI.
+fn skip_unless_installed(test: &str) -> bool {
+    let Some(why) = missing() else { return false };
+    if std::env::var_os("CI").is_some() {
+        panic!("{test}: local speech is missing under CI: {why}");
+    }
+    eprintln!("SKIP {test}: {why}");
+    true
+}
+
+#[cfg(feature = "local-speech")]
+mod real {
+    use super::served::*;
+    use calllock::dial::phone::PhoneSpeech;
+    use std::time::Duration;
+    use tokio::time::Instant;
+
+    /// A fixture caller line (8 kHz µ-law WAV) as µ-law bytes.
+    pub fn clip(voice: &str, name: &str) -> Vec<u8> {
+        let path = format!(
+            "{}/tests/fixtures/speech/{voice}/{name}.wav",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+        calllock::dial::recordings::wav_to_ulaw(&bytes).unwrap()
+    }
+
+    /// A server hearing and speaking with local speech.
+    pub async fn serve_local() -> Served {
+        serve_with(|c| {
+            c.speech.local = "on".into();
+            // The pace of a model; the scripted responder answers at once.
+            c.sim.llm_latency_s = 0.2;
+        })
+        .await
+    }
+
+    /// A phone sharing the server's local speech, recording both sides.
+    pub async fn call(s: &Served, from: &str) -> Caller {
+        let mut o = s.dial(from);
+        o.speech = PhoneSpeech::Local(
+            s.server
+                .local_speech()
+                .expect("the server uses local speech"),
+        );
+        // Keep the recording in the phone's log (the file is `dial`'s).
+        o.record = Some("unused.wav".into());
+        Caller::call(&o).await
+    }
+
+    impl Caller {
+        /// Play a recorded line once the agent's turn is over.
+        pub async fn play_after_turn(&mut self, ulaw: Vec<u8>) -> String {
+            let heard = self.agent_turn_long().await;
+            self.words.clear();
+            self.phone.as_ref().unwrap().play_ulaw(ulaw);
+            heard
+        }
+
+        /// Like `agent_turn`, with room for Whisper on two cores.
+        pub async fn agent_turn_long(&mut self) -> String {
+            let deadline = Instant::now() + Duration::from_secs(45);
+            while !self.closed {
+                if !self.words.is_empty()
+                    && !self.speaking
+                    && self.quiet_since.elapsed() >= Duration::from_millis(700)
+                {
+                    break;
+                }
+                assert!(Instant::now() < deadline, "the agent never answered");
+                self.pump(Duration::from_millis(20)).await;
+            }
+            self.words.join(" ")
+        }
+
+        /// Wait for the call to end (the agent hangs up).
+        pub async fn until_closed_long(&mut self) {
+            let deadline = Instant::now() + Duration::from_secs(60);
+            while !self.closed {
+                assert!(Instant::now() < deadline, "the call never ended");
+                self.pump(Duration::from_millis(50)).await;
+            }
+        }
+    }
+
+    /// Lower-case words without punctuation, for lenient matching.
+    pub fn norm(s: &str) -> String {
+        s.to_lowercase()
+            .chars()
+            .map(|c| {
+                if c.is_alphanumeric() || c == ' ' {
+                    c
+                } else {
+                    ' '
+                }
+            })
+            .collect::<String>()
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+
+    /// What the recording's `channel` (0 caller, 1 agent) says between
+    /// `from` and `to` seconds, transcribed by Whisper.
+    pub async fn transcribe_recording(
+        s: &Served,
+        wav: &[u8],
+        channel: usize,
+        from: f64,
+        to: f64,
+    ) -> String {
+        let w = audio::wav::read_wav(wav).unwrap();
+        assert_eq!((w.sample_rate, w.channels), (8000, 2));
+        let side: Vec<i16> = w.samples.iter().skip(channel).step_by(2).copied().collect();
+        let (a, b) = (
+            (from * 8000.0) as usize,
+            ((to * 8000.0) as usize).min(side.len()),
+        );
+        let clip = speech::utterances::to_recogniser_rate(&side[a..b], 8000);
+        let ear = s.server.local_speech().unwrap().recogniser().unwrap();
+        ear.recognise(clip).unwrap().await.unwrap().unwrap()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_booking_call_in_real_speech() {
+    if skip_unless_installed("a_booking_call_in_real_speech") {
+        return;
+    }
+    #[cfg(feature = "local-speech")]
+    {
+        use real::*;
+        let s = serve_local().await;
+        let mut c = call(&s, "+15125559876").await;
+        let sid = c.sid();
+        let mut turns = Vec::new();
+        for i in 1..=8 {
+            turns.push(
+                c.play_after_turn(clip("joe", &format!("booking-{i:02}")))
+                    .await,
+            );
+        }
+        // The read-back was confirmed: the booking, then "all set".
+        let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(45);
+        while !norm(&c.words.join(" ")).contains("all set") {
+            assert!(
+                tokio::time::Instant::now() < deadline && !c.closed,
+                "never said all set: {:?} (turns so far {turns:#?})",
+                c.words
+            );
+            c.pump(std::time::Duration::from_millis(50)).await;
+        }
+        turns.push(c.play_after_turn(clip("joe", "booking-09")).await);
+        c.until_closed_long().await;
+        let log = c.phone.take().unwrap().finished().await;
+
+        // What the agent said, as the caller heard it (Whisper on the
+        // agent's audio).
+        let greeting = norm(&turns[0]);
+        assert!(
+            greeting.contains("cooling"),
+            "greeting heard as {greeting:?}"
+        );
+        assert!(
+            norm(&turns[1]).contains("gas") || norm(&turns[1]).contains("smoke"),
+            "the safety question heard as {:?}",
+            turns[1]
+        );
+
+        // The outcome, from the database.
+        let r = s.record(&sid).await;
+        assert_eq!(r.final_state, "confirm", "{r:#?}");
+        assert_eq!(r.booking_status, "confirmed");
+        let rec = &r.record;
+        let name = rec["customer_name"].as_str().unwrap_or_default();
+        assert!(norm(name).contains("dana"), "name heard as {name:?}");
+        let zip = rec["zip_code"].as_str().unwrap_or_default().to_string();
+        assert_eq!(zip, "78745", "{rec:#}");
+
+        // The recording: both sides intelligible when transcribed back.
+        let wav = log.recording.as_ref().expect("recorded").to_wav();
+        let agent = transcribe_recording(&s, &wav, 1, 0.0, 8.0).await;
+        assert!(norm(&agent).contains("cooling"), "agent side: {agent:?}");
+        let heard_at = |word: &str| {
+            log.heard
+                .iter()
+                .find(|w| norm(&w.word).contains(word))
+                .map(|w| w.at.as_secs_f64())
+        };
+        // The caller's first line starts after the greeting.
+        let after_greeting = heard_at("help").unwrap_or(3.0);
+        let caller = transcribe_recording(&s, &wav, 0, after_greeting, after_greeting + 10.0).await;
+        assert!(
+            norm(&caller).contains("stopped cooling"),
+            "caller side: {caller:?}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_caller_who_smells_gas_is_sent_out_of_the_house() {
+    if skip_unless_installed("a_caller_who_smells_gas_is_sent_out_of_the_house") {
+        return;
+    }
+    #[cfg(feature = "local-speech")]
+    {
+        use real::*;
+        let s = serve_local().await;
+        let mut c = call(&s, "+15125550123").await;
+        let sid = c.sid();
+        c.play_after_turn(clip("joe", "emergency-01")).await;
+        c.until_closed_long().await;
+        let said = norm(&c.words.join(" "));
+        let log = c.phone.take().unwrap().finished().await;
+        let all = norm(&log.heard_text());
+        assert!(
+            all.contains("leave") || all.contains("911") || all.contains("nine one one"),
+            "the safety script heard as {said:?} / {all:?}"
+        );
+        let r = s.record(&sid).await;
+        assert_eq!(r.final_state, "safety_exit", "{r:#?}");
+        assert_eq!(r.end_call_reason, "safety_emergency");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_out_of_area_caller_is_told_and_promised_a_callback() {
+    if skip_unless_installed("an_out_of_area_caller_is_told_and_promised_a_callback") {
+        return;
+    }
+    #[cfg(feature = "local-speech")]
+    {
+        use real::*;
+        let s = serve_local().await;
+        let mut c = call(&s, "+15125550124").await;
+        let sid = c.sid();
+        let mut turns = Vec::new();
+        for i in 1..=4 {
+            turns.push(
+                c.play_after_turn(clip("joe", &format!("out_of_area-{i:02}")))
+                    .await,
+            );
+        }
+        c.until_closed_long().await;
+        let log = c.phone.take().unwrap().finished().await;
+        let all = norm(&log.heard_text());
+        assert!(
+            all.contains("area") || all.contains("call you back") || all.contains("callback"),
+            "the agent's words: {all:?}"
+        );
+        let r = s.record(&sid).await;
+        assert_eq!(r.final_state, "callback", "{r:#?} turns {turns:#?}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_caller_talking_over_the_agent_stops_it_at_once() {
+    if skip_unless_installed("a_caller_talking_over_the_agent_stops_it_at_once") {
+        return;
+    }
+    #[cfg(feature = "local-speech")]
+    {
+        use real::*;
+        use std::time::Duration;
+        use tokio::time::Instant;
+        let s = serve_local().await;
+        let mut c = call(&s, "+15125550125").await;
+        let sid = c.sid();
+        // Greeting (barge-in is muted for it), then the first problem.
+        c.play_after_turn(clip("joe", "booking-01")).await;
+        // The agent starts its answer (the safety question): talk over it
+        // half a second in.
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !c.speaking {
+            assert!(Instant::now() < deadline, "the agent never answered");
+            c.pump(Duration::from_millis(5)).await;
+        }
+        c.pump(Duration::from_millis(500)).await;
+        let over = clip("joe", "barge_in-01");
+        let mut pcm = Vec::new();
+        audio::mulaw::decode(&over, &mut pcm);
+        let lead = speech::timing::speech_span(&pcm).map_or(0, |(a, _)| a);
+        let t_play = Instant::now();
+        let clears_before = c.clears;
+        c.phone.as_ref().unwrap().play_ulaw(over);
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while c.clears == clears_before {
+            assert!(Instant::now() < deadline, "the agent was never interrupted");
+            match c.rx.recv().await {
+                Some(e) => c.take(e),
+                None => panic!("the call closed"),
+            }
+        }
+        let speech_sent = t_play + Duration::from_secs_f64(lead as f64 / 8000.0);
+        let stopped_after = Instant::now().saturating_duration_since(speech_sent);
+        // One 20 ms frame plus the VAD's start time (0.4 s), plus room for
+        // a loaded two-core machine running Whisper.
+        assert!(
+            stopped_after <= Duration::from_millis(400 + 20 + 300),
+            "stopped {stopped_after:?} after the caller started speaking"
+        );
+        // Then the caller's words are heard and answered.
+        c.agent_turn_long().await;
+        c.phone.as_ref().unwrap().hang_up();
+        c.until_closed_long().await;
+        let log = c.phone.take().unwrap().finished().await;
+        assert_eq!(log.clears, 1, "exactly one clear");
+        let r = s.record(&sid).await;
+        let lines = served::lines(&r.transcript);
+        // The interrupted agent line holds only what was played.
+        let full_safety = "Quick safety check — any gas smell, burning smell or smoke right now?";
+        let interrupted = lines
+            .iter()
+            .filter(|(role, _)| role == "agent")
+            .nth(1)
+            .map(|(_, t)| t.clone())
+            .unwrap_or_default();
+        assert!(
+            !interrupted.is_empty()
+                && interrupted.split_whitespace().count() < full_safety.split_whitespace().count(),
+            "the interrupted line as recorded: {interrupted:?} (in full: {full_safety:?})"
+        );
+        let caller_said: Vec<&String> = lines
+            .iter()
+            .filter(|(role, _)| role == "user")
+            .map(|(_, t)| t)
+            .collect();
+        assert!(
+            caller_said.iter().any(|t| norm(t).contains("heater")),
+            "the barge-in heard as {caller_said:?}"
+        );
+    }
+}

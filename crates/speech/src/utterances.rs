@@ -1,0 +1,397 @@
+//! Speech to text one utterance at a time, for recognisers that hear a
+//! whole clip (Whisper) rather than a stream.
+//!
+//! The VAD already decides where the caller's turns begin and end
+//! ([`ControlFrame::UserStartedSpeaking`] / `UserStoppedSpeaking`), so
+//! [`UtteranceStt`] keeps the caller's audio from a little before the start
+//! (the *pre-roll*: the VAD says "started" only after `start_secs` of
+//! speech, and the first syllable must not be cut) to the stop, and hands
+//! that clip, at 16 kHz, to a [`Recogniser`]. The text comes back as a
+//! final transcript, in the order the caller spoke, through the
+//! pipeline's [`TranscriptOut`].
+//!
+//! When the recogniser is overloaded ([`Busy`]) or fails, the caller hears
+//! "Sorry, I didn't catch that" ([`TranscriptOut::not_heard`]) rather than
+//! silence. A clip longer than [`UtteranceOptions::max`] (Whisper hears 30 s
+//! at most) is sent as it fills and the rest continues as a new clip.
+//!
+//! [`ControlFrame::UserStartedSpeaking`]: voice::frames::ControlFrame::UserStartedSpeaking
+
+use crate::pool::Busy;
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::{mpsc, oneshot};
+use voice::frames::{Audio, Encoding};
+use voice::stages::stt::{Stt, Transcript, TranscriptOut};
+
+/// The sample rate recognisers hear.
+pub const RECOGNISER_RATE: u32 = 16_000;
+
+/// What a recogniser hands back for one clip: the text, or why not.
+pub type Heard = oneshot::Receiver<Result<String, String>>;
+
+/// Something that turns a clip of speech into words.
+pub trait Recogniser: Send + Sync + 'static {
+    /// Queue one clip (16 kHz mono, samples in −1…1); the text later.
+    fn recognise(&self, clip: Vec<f32>) -> Result<Heard, Busy>;
+}
+
+/// How clips are cut.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct UtteranceOptions {
+    /// Audio kept from before the VAD's start.
+    pub pre_roll: Duration,
+    /// The longest clip sent at once.
+    pub max: Duration,
+    /// Clips shorter than this are noise, not words (not sent).
+    pub min: Duration,
+}
+
+impl Default for UtteranceOptions {
+    fn default() -> Self {
+        UtteranceOptions {
+            pre_roll: Duration::from_millis(500),
+            max: Duration::from_secs(28),
+            min: Duration::from_millis(200),
+        }
+    }
+}
+
+enum Pending {
+    Words(Heard),
+    NotHeard(&'static str),
+}
+
+/// A call's speech to text through a shared [`Recogniser`].
+pub struct UtteranceStt<R: ?Sized> {
+    recogniser: Arc<R>,
+    options: UtteranceOptions,
+    /// The caller's audio rate (learned from the audio).
+    rate: u32,
+    /// The last `pre_roll` of audio while the caller is quiet.
+    pre: VecDeque<i16>,
+    /// The clip being heard.
+    clip: Vec<i16>,
+    speaking: bool,
+    /// Clips in the order spoken, to the task that reports their words.
+    pending: Option<mpsc::UnboundedSender<Pending>>,
+}
+
+impl<R: Recogniser + ?Sized> UtteranceStt<R> {
+    /// A call's STT through `recogniser`.
+    pub fn new(recogniser: Arc<R>, options: UtteranceOptions) -> Self {
+        UtteranceStt {
+            recogniser,
+            options,
+            rate: 8000,
+            pre: VecDeque::new(),
+            clip: Vec::new(),
+            speaking: false,
+            pending: None,
+        }
+    }
+
+    fn samples_of(&self, d: Duration) -> usize {
+        (u128::from(self.rate) * d.as_micros() / 1_000_000) as usize
+    }
+
+    /// Send the clip heard so far to the recogniser.
+    fn send_clip(&mut self) {
+        let clip = std::mem::take(&mut self.clip);
+        let Some(pending) = &self.pending else { return };
+        if clip.len() < self.samples_of(self.options.min) {
+            return;
+        }
+        let clip = to_recogniser_rate(&clip, self.rate);
+        let p = match self.recogniser.recognise(clip) {
+            Ok(heard) => Pending::Words(heard),
+            Err(Busy) => Pending::NotHeard("every recogniser is busy"),
+        };
+        let _ = pending.send(p);
+    }
+}
+
+/// `samples` at `rate` as 16 kHz floats in −1…1.
+pub fn to_recogniser_rate(samples: &[i16], rate: u32) -> Vec<f32> {
+    let resampled;
+    let at16 = if rate == RECOGNISER_RATE {
+        samples
+    } else {
+        match audio::resample::Resampler::new(rate, RECOGNISER_RATE) {
+            Ok(mut r) => {
+                let mut out = Vec::with_capacity(samples.len() * 2 + 64);
+                r.process_i16(samples, &mut out);
+                r.flush_i16(&mut out);
+                resampled = out;
+                &resampled
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, rate, "caller audio cannot be resampled for the recogniser");
+                return Vec::new();
+            }
+        }
+    };
+    at16.iter().map(|&s| f32::from(s) / 32768.0).collect()
+}
+
+/// What a recogniser's text says, without its notes on the sound
+/// (`[BLANK_AUDIO]`, `(music)`, `*coughs*`) and extra spaces.
+pub fn clean_transcript(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut depth: Option<char> = None;
+    for c in text.chars() {
+        match (depth, c) {
+            (None, '[') => depth = Some(']'),
+            (None, '(') => depth = Some(')'),
+            (None, '*') => depth = Some('*'),
+            (Some(close), c) if c == close => depth = None,
+            (Some(_), _) => {}
+            (None, c) => out.push(c),
+        }
+    }
+    let words: Vec<&str> = out.split_whitespace().collect();
+    let text = words.join(" ");
+    // Nothing but punctuation is nothing.
+    if text.chars().any(char::is_alphanumeric) {
+        text
+    } else {
+        String::new()
+    }
+}
+
+async fn report(mut rx: mpsc::UnboundedReceiver<Pending>, out: TranscriptOut) {
+    while let Some(p) = rx.recv().await {
+        let words = match p {
+            Pending::Words(heard) => match heard.await {
+                Ok(Ok(text)) => Ok(clean_transcript(&text)),
+                Ok(Err(e)) => Err(e),
+                Err(_) => Err("the recogniser stopped".to_string()),
+            },
+            Pending::NotHeard(why) => Err(why.to_string()),
+        };
+        let sent = match words {
+            // Breath, a cough: no words, no turn.
+            Ok(text) if text.is_empty() => true,
+            Ok(text) => {
+                out.send(Transcript {
+                    text,
+                    is_final: true,
+                })
+                .await
+            }
+            Err(why) => {
+                tracing::warn!(why, "a caller utterance went unheard");
+                out.not_heard().await
+            }
+        };
+        if !sent {
+            return;
+        }
+    }
+}
+
+impl<R: Recogniser + ?Sized> Stt for UtteranceStt<R> {
+    fn start(&mut self, out: TranscriptOut) {
+        let (tx, rx) = mpsc::unbounded_channel();
+        self.pending = Some(tx);
+        tokio::spawn(report(rx, out));
+    }
+
+    fn push_audio(&mut self, audio: &Audio) -> Vec<Transcript> {
+        let samples: Vec<i16> = match audio.encoding {
+            Encoding::Pcm16 => audio
+                .bytes
+                .chunks_exact(2)
+                .map(|b| i16::from_le_bytes([b[0], b[1]]))
+                .collect(),
+            Encoding::MuLaw => {
+                let mut out = Vec::with_capacity(audio.bytes.len());
+                audio::mulaw::decode(&audio.bytes, &mut out);
+                out
+            }
+        };
+        if audio.rate != self.rate && audio.rate > 0 {
+            self.rate = audio.rate;
+            self.pre.clear();
+        }
+        if self.speaking {
+            self.clip.extend_from_slice(&samples);
+            if self.clip.len() >= self.samples_of(self.options.max) {
+                self.send_clip();
+            }
+        } else {
+            self.pre.extend(samples);
+            let keep = self.samples_of(self.options.pre_roll);
+            let extra = self.pre.len().saturating_sub(keep);
+            self.pre.drain(..extra);
+        }
+        Vec::new()
+    }
+
+    fn user_started_speaking(&mut self) {
+        if !self.speaking {
+            self.speaking = true;
+            self.clip.clear();
+            self.clip.extend(self.pre.drain(..));
+        }
+    }
+
+    fn user_stopped_speaking(&mut self) {
+        if self.speaking {
+            self.speaking = false;
+            self.send_clip();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Mutex;
+    use voice::frames::{Data, Frame};
+
+    /// Hears a clip as its length in tenths of a second (so tests can tell
+    /// clips apart), after `delay`; busy after `capacity` clips.
+    struct Counting {
+        clips: Mutex<Vec<usize>>,
+        capacity: usize,
+        delays: Mutex<Vec<Duration>>,
+    }
+
+    impl Recogniser for Counting {
+        fn recognise(&self, clip: Vec<f32>) -> Result<Heard, Busy> {
+            let mut clips = self.clips.lock().unwrap();
+            if clips.len() >= self.capacity {
+                return Err(Busy);
+            }
+            clips.push(clip.len());
+            let delay = self.delays.lock().unwrap().pop().unwrap_or_default();
+            let (tx, rx) = oneshot::channel();
+            let text = format!("clip of {} tenths", clip.len() / 1600);
+            tokio::spawn(async move {
+                tokio::time::sleep(delay).await;
+                let _ = tx.send(Ok(text));
+            });
+            Ok(rx)
+        }
+    }
+
+    fn pcm(ms: u64, value: i16) -> Audio {
+        let n = (8 * ms) as usize;
+        let bytes: Vec<u8> = std::iter::repeat_n(value.to_le_bytes(), n)
+            .flatten()
+            .collect();
+        Audio::pcm16(bytes, 8000)
+    }
+
+    async fn heard(rx: &mut voice::inbox::Receiver) -> Vec<String> {
+        let mut out = Vec::new();
+        while let Ok(Some(f)) = tokio::time::timeout(Duration::from_millis(200), rx.recv()).await {
+            match f {
+                Frame::Data(d) => match d.data {
+                    Data::Transcript { text, .. } => out.push(text.to_string()),
+                    Data::NotHeard => out.push("<not heard>".into()),
+                    _ => {}
+                },
+                _ => {}
+            }
+        }
+        out
+    }
+
+    fn setup(
+        capacity: usize,
+        delays: Vec<Duration>,
+    ) -> (
+        UtteranceStt<Counting>,
+        voice::inbox::Receiver,
+        Arc<Counting>,
+    ) {
+        let rec = Arc::new(Counting {
+            clips: Mutex::new(Vec::new()),
+            capacity,
+            delays: Mutex::new(delays),
+        });
+        let mut stt = UtteranceStt::new(rec.clone(), UtteranceOptions::default());
+        let (tx, rx) = voice::inbox::inbox(16);
+        stt.start(TranscriptOut::new(tx));
+        (stt, rx, rec)
+    }
+
+    #[tokio::test]
+    async fn a_clip_runs_from_the_pre_roll_to_the_stop() {
+        let (mut stt, mut rx, rec) = setup(10, vec![]);
+        stt.push_audio(&pcm(2000, 0)); // quiet: only the last 500 ms kept
+        stt.user_started_speaking();
+        stt.push_audio(&pcm(1000, 1000));
+        stt.user_stopped_speaking();
+        stt.push_audio(&pcm(300, 0)); // after the stop: not in the clip
+        assert_eq!(heard(&mut rx).await, vec!["clip of 15 tenths"]);
+        let clips = rec.clips.lock().unwrap().clone();
+        // 1.5 s at 16 kHz, give or take the resampler's edges.
+        assert!((23_900..=24_100).contains(&clips[0]), "{clips:?}");
+    }
+
+    #[tokio::test]
+    async fn words_come_back_in_the_order_spoken() {
+        // The first clip takes longer than the second.
+        let (mut stt, mut rx, _) = setup(10, vec![Duration::ZERO, Duration::from_millis(80)]);
+        stt.user_started_speaking();
+        stt.push_audio(&pcm(1000, 500));
+        stt.user_stopped_speaking();
+        stt.push_audio(&pcm(600, 0));
+        stt.user_started_speaking();
+        stt.push_audio(&pcm(2000, 500));
+        stt.user_stopped_speaking();
+        assert_eq!(
+            heard(&mut rx).await,
+            vec!["clip of 10 tenths", "clip of 25 tenths"]
+        );
+    }
+
+    #[tokio::test]
+    async fn an_overloaded_recogniser_asks_the_caller_again() {
+        let (mut stt, mut rx, _) = setup(1, vec![]);
+        for _ in 0..2 {
+            stt.user_started_speaking();
+            stt.push_audio(&pcm(1000, 500));
+            stt.user_stopped_speaking();
+        }
+        assert_eq!(
+            heard(&mut rx).await,
+            vec!["clip of 10 tenths", "<not heard>"]
+        );
+    }
+
+    #[tokio::test]
+    async fn a_click_is_not_a_clip_and_a_long_speech_is_cut() {
+        let (mut stt, mut rx, rec) = setup(10, vec![]);
+        stt.user_started_speaking();
+        stt.push_audio(&pcm(100, 500));
+        stt.user_stopped_speaking();
+        stt.user_started_speaking();
+        for _ in 0..30 {
+            stt.push_audio(&pcm(1000, 500));
+        }
+        stt.user_stopped_speaking();
+        let got = heard(&mut rx).await;
+        // 0.5 s pre-roll was empty (no audio before); 28 s sent as it filled, then 2 s.
+        assert_eq!(got, vec!["clip of 280 tenths", "clip of 20 tenths"]);
+        assert_eq!(rec.clips.lock().unwrap().len(), 2);
+    }
+
+    #[test]
+    fn notes_on_the_sound_are_not_words() {
+        assert_eq!(clean_transcript(" [BLANK_AUDIO] "), "");
+        assert_eq!(clean_transcript("(music) *coughs*"), "");
+        assert_eq!(clean_transcript(" ..."), "");
+        assert_eq!(
+            clean_transcript(" My AC is broken. [inaudible]  Please  help."),
+            "My AC is broken. Please help."
+        );
+        assert_eq!(clean_transcript("78701."), "78701.");
+        // An unclosed note drops the rest, never panics.
+        assert_eq!(clean_transcript("yes [unclosed"), "yes");
+    }
+}
