@@ -69,8 +69,31 @@ impl LocalSpeech {
         ))
     }
 
+    /// Loaded once per model file and options in a process (`voice` runs
+    /// a server and a phone; tests run many servers): a second load shares
+    /// the first one's model and workers.
     #[cfg(feature = "local-speech")]
     fn load(cfg: &Config) -> std::result::Result<LocalSpeech, String> {
+        use std::collections::HashMap;
+        use std::sync::{Mutex, OnceLock};
+        type Key = (std::path::PathBuf, usize, usize);
+        static LOADED: OnceLock<Mutex<HashMap<Key, LocalSpeech>>> = OnceLock::new();
+        let s = &cfg.speech;
+        let key = (s.whisper_model_path(), s.whisper_workers, s.whisper_threads);
+        let mut loaded = LOADED
+            .get_or_init(Mutex::default)
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        if let Some(l) = loaded.get(&key) {
+            return Ok(l.clone());
+        }
+        let l = Self::load_new(cfg)?;
+        loaded.insert(key, l.clone());
+        Ok(l)
+    }
+
+    #[cfg(feature = "local-speech")]
+    fn load_new(cfg: &Config) -> std::result::Result<LocalSpeech, String> {
         use speech::whisper::{Whisper, WhisperOptions};
         let s = &cfg.speech;
         let model = s.whisper_model_path();

@@ -59,6 +59,10 @@ mod real {
         calllock::dial::recordings::wav_to_ulaw(&bytes).unwrap()
     }
 
+    /// One real-speech call at a time: they share the machine's two cores
+    /// with Whisper, and the barge-in test measures time.
+    pub static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
     /// A server hearing and speaking with local speech.
     pub async fn serve_local() -> Served {
         serve_with(|c| {
@@ -164,6 +168,8 @@ async fn a_booking_call_in_real_speech() {
     #[cfg(feature = "local-speech")]
     {
         use real::*;
+        let _one = ONE_AT_A_TIME.lock().await;
+        let started = tokio::time::Instant::now();
         let s = serve_local().await;
         let mut c = call(&s, "+15125559876").await;
         let sid = c.sid();
@@ -195,21 +201,32 @@ async fn a_booking_call_in_real_speech() {
             greeting.contains("cooling"),
             "greeting heard as {greeting:?}"
         );
+        // (Whisper hears Flite's "gas smell" at 8 kHz as "dust melt" at
+        // times; "safety check" and "burning" come through.)
+        let safety = norm(&turns[1]);
         assert!(
-            norm(&turns[1]).contains("gas") || norm(&turns[1]).contains("smoke"),
+            safety.contains("safety") || safety.contains("burning"),
             "the safety question heard as {:?}",
             turns[1]
         );
 
         // The outcome, from the database.
         let r = s.record(&sid).await;
+        eprintln!(
+            "call over and recorded after {:.1} s",
+            started.elapsed().as_secs_f64()
+        );
+        eprintln!("agent turns as heard: {turns:#?}");
+        eprintln!("transcript: {:#?}", served::lines(&r.transcript));
         assert_eq!(r.final_state, "confirm", "{r:#?}");
         assert_eq!(r.booking_status, "confirmed");
-        let rec = &r.record;
-        let name = rec["customer_name"].as_str().unwrap_or_default();
-        assert!(norm(name).contains("dana"), "name heard as {name:?}");
-        let zip = rec["zip_code"].as_str().unwrap_or_default().to_string();
-        assert_eq!(zip, "78745", "{rec:#}");
+        assert!(
+            norm(&r.customer_name).contains("dana"),
+            "name heard as {:?}",
+            r.customer_name
+        );
+        let record = r.record.to_string();
+        assert!(record.contains("78745"), "the ZIP code: {record}");
 
         // The recording: both sides intelligible when transcribed back.
         let wav = log.recording.as_ref().expect("recorded").to_wav();
@@ -239,6 +256,8 @@ async fn a_caller_who_smells_gas_is_sent_out_of_the_house() {
     #[cfg(feature = "local-speech")]
     {
         use real::*;
+        let _one = ONE_AT_A_TIME.lock().await;
+        let started = tokio::time::Instant::now();
         let s = serve_local().await;
         let mut c = call(&s, "+15125550123").await;
         let sid = c.sid();
@@ -252,6 +271,10 @@ async fn a_caller_who_smells_gas_is_sent_out_of_the_house() {
             "the safety script heard as {said:?} / {all:?}"
         );
         let r = s.record(&sid).await;
+        eprintln!(
+            "call over and recorded after {:.1} s",
+            started.elapsed().as_secs_f64()
+        );
         assert_eq!(r.final_state, "safety_exit", "{r:#?}");
         assert_eq!(r.end_call_reason, "safety_emergency");
     }
@@ -265,6 +288,8 @@ async fn an_out_of_area_caller_is_told_and_promised_a_callback() {
     #[cfg(feature = "local-speech")]
     {
         use real::*;
+        let _one = ONE_AT_A_TIME.lock().await;
+        let started = tokio::time::Instant::now();
         let s = serve_local().await;
         let mut c = call(&s, "+15125550124").await;
         let sid = c.sid();
@@ -283,6 +308,10 @@ async fn an_out_of_area_caller_is_told_and_promised_a_callback() {
             "the agent's words: {all:?}"
         );
         let r = s.record(&sid).await;
+        eprintln!(
+            "call over and recorded after {:.1} s",
+            started.elapsed().as_secs_f64()
+        );
         assert_eq!(r.final_state, "callback", "{r:#?} turns {turns:#?}");
     }
 }
@@ -297,6 +326,8 @@ async fn a_caller_talking_over_the_agent_stops_it_at_once() {
         use real::*;
         use std::time::Duration;
         use tokio::time::Instant;
+        let _one = ONE_AT_A_TIME.lock().await;
+        let started = Instant::now();
         let s = serve_local().await;
         let mut c = call(&s, "+15125550125").await;
         let sid = c.sid();
@@ -334,12 +365,24 @@ async fn a_caller_talking_over_the_agent_stops_it_at_once() {
             "stopped {stopped_after:?} after the caller started speaking"
         );
         // Then the caller's words are heard and answered.
+        // (The phone transcribes the cut-off line after the clear: its
+        // words may still arrive; the answer starts with new audio.)
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !c.speaking {
+            assert!(Instant::now() < deadline, "no answer to the barge-in");
+            c.pump(Duration::from_millis(20)).await;
+        }
+        c.words.clear();
         c.agent_turn_long().await;
         c.phone.as_ref().unwrap().hang_up();
         c.until_closed_long().await;
         let log = c.phone.take().unwrap().finished().await;
         assert_eq!(log.clears, 1, "exactly one clear");
         let r = s.record(&sid).await;
+        eprintln!(
+            "call over and recorded after {:.1} s",
+            started.elapsed().as_secs_f64()
+        );
         let lines = served::lines(&r.transcript);
         // The interrupted agent line holds only what was played.
         let full_safety = "Quick safety check — any gas smell, burning smell or smoke right now?";

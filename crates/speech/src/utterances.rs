@@ -288,13 +288,12 @@ mod tests {
     async fn heard(rx: &mut voice::inbox::Receiver) -> Vec<String> {
         let mut out = Vec::new();
         while let Ok(Some(f)) = tokio::time::timeout(Duration::from_millis(200), rx.recv()).await {
-            match f {
-                Frame::Data(d) => match d.data {
+            if let Frame::Data(d) = f {
+                match d.data {
                     Data::Transcript { text, .. } => out.push(text.to_string()),
                     Data::NotHeard => out.push("<not heard>".into()),
                     _ => {}
-                },
-                _ => {}
+                }
             }
         }
         out

@@ -307,40 +307,6 @@ async fn report_outcome(store: &store::Store, call_id: &str) {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn twiml_stream_and_parameters() {
-        let x = r#"<?xml version="1.0" encoding="UTF-8"?><Response><Connect><Stream url="ws://127.0.0.1:1/ws/twilio"><Parameter name="From" value="&quot;&gt;&lt;Hangup/&gt;"/><Parameter name="To" value="+1512"/></Stream></Connect></Response>"#;
-        assert_eq!(
-            parse_twiml(x).unwrap(),
-            Twiml::Stream {
-                url: "ws://127.0.0.1:1/ws/twilio".into(),
-                parameters: vec![
-                    ("From".into(), "\"><Hangup/>".into()),
-                    ("To".into(), "+1512".into())
-                ],
-            }
-        );
-        assert_eq!(
-            parse_twiml("<Response><Say>Busy &amp; sorry</Say><Hangup/></Response>").unwrap(),
-            Twiml::SayAndHangUp("Busy & sorry".into())
-        );
-        assert!(parse_twiml("<Response/>").is_err());
-        assert!(parse_twiml("<Stream url=\"x").is_err());
-    }
-
-    #[test]
-    fn sids_look_like_twilios() {
-        let s = new_sid("CA");
-        assert_eq!(s.len(), 34);
-        assert!(s[2..].chars().all(|c| c.is_ascii_hexdigit()));
-        assert_ne!(s, new_sid("CA"));
-    }
-}
-
 /// How `dial` should speak: `"codec"`, `"local"`, or `"auto"` — whatever
 /// the server hears (`/health?verbose=1`: Whisper or Deepgram hear real
 /// speech; the codec hears only the codec).
@@ -379,4 +345,38 @@ async fn server_ears(url: &str) -> Option<String> {
         .ok()?;
     let v: serde_json::Value = client.get(&health).send().await.ok()?.json().await.ok()?;
     v["vendors"]["speech"]["ears"].as_str().map(str::to_string)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn twiml_stream_and_parameters() {
+        let x = r#"<?xml version="1.0" encoding="UTF-8"?><Response><Connect><Stream url="ws://127.0.0.1:1/ws/twilio"><Parameter name="From" value="&quot;&gt;&lt;Hangup/&gt;"/><Parameter name="To" value="+1512"/></Stream></Connect></Response>"#;
+        assert_eq!(
+            parse_twiml(x).unwrap(),
+            Twiml::Stream {
+                url: "ws://127.0.0.1:1/ws/twilio".into(),
+                parameters: vec![
+                    ("From".into(), "\"><Hangup/>".into()),
+                    ("To".into(), "+1512".into())
+                ],
+            }
+        );
+        assert_eq!(
+            parse_twiml("<Response><Say>Busy &amp; sorry</Say><Hangup/></Response>").unwrap(),
+            Twiml::SayAndHangUp("Busy & sorry".into())
+        );
+        assert!(parse_twiml("<Response/>").is_err());
+        assert!(parse_twiml("<Stream url=\"x").is_err());
+    }
+
+    #[test]
+    fn sids_look_like_twilios() {
+        let s = new_sid("CA");
+        assert_eq!(s.len(), 34);
+        assert!(s[2..].chars().all(|c| c.is_ascii_hexdigit()));
+        assert_ne!(s, new_sid("CA"));
+    }
 }
