@@ -144,18 +144,21 @@ impl VadParams {
     /// The earshot model on telephone audio (8 kHz µ-law), calibrated on
     /// recorded speech: the caller-line fixtures in two voices (Piper
     /// `joe`, Flite `slt`) and Debian's `pocketsphinx-testdata` human
-    /// recordings, each sent through µ-law with silence around it
-    /// (`crates/calllock/tests/vad_calibration.rs`). With the reference's
-    /// Silero numbers (0.85 / 0.8, start 0.4 s) earshot misses most lines
-    /// — its narrowband scores sit around 0.7–0.85 in speech and 0.26 at
-    /// most in silence — and needs 0.4 s of *unbroken* voiced frames,
-    /// which natural speech rarely gives at once (the start came up to a
-    /// second late). These values found every line exactly once, its start
-    /// 0.3 s after the speech began on average, and no speech in hiss or
-    /// silence. `stop_secs` stays the reference's 0.5 s.
+    /// recordings, each sent through µ-law with silence around it, and on
+    /// line hiss (`crates/calllock/tests/speech_accuracy.rs`). With the
+    /// reference's Silero numbers (0.85 / 0.8, start 0.4 s) earshot misses
+    /// most lines — its narrowband scores sit around 0.7–0.85 in speech —
+    /// and needs 0.4 s of *unbroken* voiced frames, which natural speech
+    /// rarely gives at once. These values find every recorded line once,
+    /// starting 0.36 s after its first sound on average (at most ~0.9 s for
+    /// a line that opens with a short word and a pause: the recogniser's
+    /// pre-roll covers that), and nothing in hiss up to about −44 dBFS
+    /// after digital silence (confidence 0.5 would catch lines a little
+    /// sooner but takes −50 dBFS hiss for speech). `stop_secs` stays the
+    /// reference's 0.5 s.
     pub fn telephone() -> Self {
         VadParams {
-            confidence: 0.5,
+            confidence: 0.6,
             start_secs: 0.2,
             stop_secs: 0.5,
             min_volume: 0.5,

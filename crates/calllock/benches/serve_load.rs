@@ -231,6 +231,8 @@ fn start_server(
     }
     std::fs::write(&conf, toml).expect("config");
     let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_calllock"))
+        // The offline speech codec, which the phones here speak.
+        .env("CALLLOCK_LOCAL_SPEECH", "off")
         .arg("serve")
         .env("CALLLOCK_CONFIG", &conf)
         .env("CALLLOCK_DATABASE", dir.join("calls.db"))

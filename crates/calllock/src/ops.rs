@@ -253,7 +253,52 @@ async fn voice_checks(cfg: &Config) -> Vec<Check> {
         what: "tts",
         detail: format!("the agent speaks with {chain}"),
     });
+    out.push(local_speech_check(cfg));
     out
+}
+
+/// Local speech: built in? the Whisper model present and whole? Not a
+/// failure when it is optional (`speech.local = "auto"`) — then it says
+/// what the calls get instead and what to run.
+fn local_speech_check(cfg: &Config) -> Check {
+    use crate::local_speech::HOW_TO_INSTALL;
+    let s = &cfg.speech;
+    let required = s.local == "on";
+    let check = |ok: bool, detail: String| Check {
+        ok: ok || !required,
+        what: "speech",
+        detail,
+    };
+    if s.local == "off" {
+        return check(true, "local speech is off (speech.local = \"off\")".into());
+    }
+    let (whisper, flite) = speech::install::built_with();
+    if !(whisper && flite) {
+        return check(
+            false,
+            format!("local speech is not built in: calls without vendor keys use the offline speech codec ({HOW_TO_INSTALL})"),
+        );
+    }
+    let model = s.whisper_model_path();
+    match speech::convert::GgmlModel::open(&model).and_then(|m| m.validate().map(|()| m)) {
+        Ok(m) => check(
+            true,
+            format!(
+                "local speech: Whisper model {} ({}, {} mel bands, {} tokens) and the Flite voice",
+                model.display(),
+                m.kind().map_or("unknown type".into(), |k| format!("{k:?}")),
+                m.hparams.n_mels,
+                m.hparams.n_vocab
+            ),
+        ),
+        Err(e) => check(
+            false,
+            format!(
+                "local speech: the Whisper model {} cannot be used: {e} ({HOW_TO_INSTALL})",
+                model.display()
+            ),
+        ),
+    }
 }
 
 /// `calllock doctor`: config, database, each configured vendor; plain

@@ -311,6 +311,9 @@ fn voice_is_a_phone_call_over_loopback() {
         .arg("--db")
         .arg(&db)
         .arg("voice")
+        // The offline codec (words print as they play); local speech has
+        // its own tests (serve_local_speech.rs).
+        .env("CALLLOCK_LOCAL_SPEECH", "off")
         .env("CALLLOCK_LLM_LATENCY_S", "0.1")
         .env("CALLLOCK_SPEECH_CHARS_PER_S", "100")
         .stdin(Stdio::piped())

@@ -273,6 +273,8 @@ async fn serve_refuses_a_public_address_without_a_token() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("none.toml"), "").unwrap();
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_calllock"))
+        // The offline speech codec, which the phones here speak.
+        .env("CALLLOCK_LOCAL_SPEECH", "off")
         .args(["serve", "--bind", "0.0.0.0", "--port", "0"])
         .env("CALLLOCK_DATABASE", dir.path().join("x.db"))
         .env_remove("TWILIO_AUTH_TOKEN")
@@ -367,6 +369,8 @@ fn dial_drives_a_replay_script_against_a_live_server() {
     .unwrap();
     let (mut server, url) = spawn_serve(&conf, &db);
     let dial = std::process::Command::new(env!("CARGO_BIN_EXE_calllock"))
+        // The offline speech codec, which the phones here speak.
+        .env("CALLLOCK_LOCAL_SPEECH", "off")
         .args(["dial", "--url", &url, "--pause", "0.2", "--script"])
         .arg(&script)
         .env("CALLLOCK_CONFIG", &conf)
@@ -394,6 +398,8 @@ fn dial_drives_a_replay_script_against_a_live_server() {
 fn spawn_serve(conf: &std::path::Path, db: &std::path::Path) -> (std::process::Child, String) {
     use std::io::BufRead;
     let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_calllock"))
+        // The offline speech codec, which the phones here speak.
+        .env("CALLLOCK_LOCAL_SPEECH", "off")
         .arg("serve")
         .env("CALLLOCK_CONFIG", conf)
         .env("CALLLOCK_DATABASE", db)

@@ -51,7 +51,9 @@ pub struct UtteranceOptions {
 impl Default for UtteranceOptions {
     fn default() -> Self {
         UtteranceOptions {
-            pre_roll: Duration::from_millis(500),
+            // The VAD's start can come ~0.9 s after the first sound (a
+            // short first word, then a pause): keep a second.
+            pre_roll: Duration::from_millis(1000),
             max: Duration::from_secs(28),
             min: Duration::from_millis(200),
         }
@@ -321,15 +323,15 @@ mod tests {
     #[tokio::test]
     async fn a_clip_runs_from_the_pre_roll_to_the_stop() {
         let (mut stt, mut rx, rec) = setup(10, vec![]);
-        stt.push_audio(&pcm(2000, 0)); // quiet: only the last 500 ms kept
+        stt.push_audio(&pcm(3000, 0)); // quiet: only the last second kept
         stt.user_started_speaking();
         stt.push_audio(&pcm(1000, 1000));
         stt.user_stopped_speaking();
         stt.push_audio(&pcm(300, 0)); // after the stop: not in the clip
-        assert_eq!(heard(&mut rx).await, vec!["clip of 15 tenths"]);
+        assert_eq!(heard(&mut rx).await, vec!["clip of 20 tenths"]);
         let clips = rec.clips.lock().unwrap().clone();
-        // 1.5 s at 16 kHz, give or take the resampler's edges.
-        assert!((23_900..=24_100).contains(&clips[0]), "{clips:?}");
+        // 2 s at 16 kHz, give or take the resampler's edges.
+        assert!((31_900..=32_100).contains(&clips[0]), "{clips:?}");
     }
 
     #[tokio::test]
@@ -375,7 +377,7 @@ mod tests {
         }
         stt.user_stopped_speaking();
         let got = heard(&mut rx).await;
-        // 0.5 s pre-roll was empty (no audio before); 28 s sent as it filled, then 2 s.
+        // the pre-roll was empty (no audio before); 28 s sent as it filled, then 2 s.
         assert_eq!(got, vec!["clip of 280 tenths", "clip of 20 tenths"]);
         assert_eq!(rec.clips.lock().unwrap().len(), 2);
     }

@@ -113,6 +113,14 @@ impl Listener {
         self.spoke && self.words_since_said == 0
     }
 
+    /// Take what the phone reported after the call ended (the last
+    /// transcribed words of a local-speech call).
+    pub fn drain(&mut self) {
+        while let Ok(e) = self.rx.try_recv() {
+            self.take(e);
+        }
+    }
+
     pub fn is_closed(&self) -> bool {
         self.closed
     }
@@ -200,7 +208,9 @@ pub async fn run_script(
     while !l.is_closed() {
         l.pump(Duration::from_millis(200)).await;
     }
-    phone.finished().await
+    let log = phone.finished().await;
+    l.drain();
+    log
 }
 
 /// Play recorded caller lines: each once the agent has answered and gone
@@ -225,7 +235,9 @@ pub async fn run_recordings(
         l.agent_turn_over(true).await;
         phone.hang_up();
     }
-    phone.finished().await
+    let log = phone.finished().await;
+    l.drain();
+    log
 }
 
 /// Lines typed on the keyboard are said; the end of input hangs up.
@@ -254,5 +266,7 @@ pub async fn run_interactive(
             }
         }
     }
-    phone.finished().await
+    let log = phone.finished().await;
+    l.drain();
+    log
 }

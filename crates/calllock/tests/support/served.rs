@@ -34,6 +34,9 @@ pub async fn serve_with(f: impl FnOnce(&mut Config)) -> Served {
     cfg.sim.llm_latency_s = 0.1;
     cfg.sim.speech_chars_per_s = CPS;
     cfg.outbox.poll_s = 0.2;
+    // The offline speech codec, which these phones speak (local speech has
+    // its own tests and turns itself on).
+    cfg.speech.local = "off".into();
     f(&mut cfg);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let server = Server::start(cfg.clone(), listener).await.unwrap();
