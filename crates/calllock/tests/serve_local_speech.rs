@@ -97,27 +97,13 @@ mod real {
 
         /// Like `agent_turn`, with room for Whisper on two cores.
         pub async fn agent_turn_long(&mut self) -> String {
-            let deadline = Instant::now() + Duration::from_secs(45);
-            while !self.closed {
-                if !self.words.is_empty()
-                    && !self.speaking
-                    && self.quiet_since.elapsed() >= Duration::from_millis(700)
-                {
-                    break;
-                }
-                assert!(Instant::now() < deadline, "the agent never answered");
-                self.pump(Duration::from_millis(20)).await;
-            }
-            self.words.join(" ")
+            self.agent_turn_within(Duration::from_secs(45), Duration::from_millis(700))
+                .await
         }
 
         /// Wait for the call to end (the agent hangs up).
         pub async fn until_closed_long(&mut self) {
-            let deadline = Instant::now() + Duration::from_secs(60);
-            while !self.closed {
-                assert!(Instant::now() < deadline, "the call never ended");
-                self.pump(Duration::from_millis(50)).await;
-            }
+            self.until_closed_within(Duration::from_secs(60)).await
         }
     }
 

@@ -340,6 +340,14 @@ fn convert_synthetic(kind: GgmlType) -> (GgmlModel, speech::convert::ConvertRepo
 }
 
 #[test]
+fn the_output_folder_is_made_when_missing() {
+    let dir = synthetic_dir();
+    let out = dir.path().join("speech/whisper/model.bin");
+    convert(dir.path(), &out, GgmlType::Q8_0).expect("converts into a new folder");
+    GgmlModel::open(&out).unwrap().validate().unwrap();
+}
+
+#[test]
 fn header_is_whisper_cpp_layout_byte_for_byte() {
     let dir = synthetic_dir();
     let out = dir.path().join("out.bin");

@@ -149,12 +149,16 @@ impl Caller {
 
     /// Wait until the agent said something and went quiet for 400 ms.
     pub async fn agent_turn(&mut self) -> String {
-        let deadline = Instant::now() + Duration::from_secs(20);
+        self.agent_turn_within(Duration::from_secs(20), Duration::from_millis(400))
+            .await
+    }
+
+    /// Wait (at most `limit`) until the agent said something and went
+    /// quiet for `quiet`.
+    pub async fn agent_turn_within(&mut self, limit: Duration, quiet: Duration) -> String {
+        let deadline = Instant::now() + limit;
         while !self.closed {
-            if !self.words.is_empty()
-                && !self.speaking
-                && self.quiet_since.elapsed() >= Duration::from_millis(400)
-            {
+            if !self.words.is_empty() && !self.speaking && self.quiet_since.elapsed() >= quiet {
                 break;
             }
             assert!(Instant::now() < deadline, "the agent never answered");
@@ -202,7 +206,12 @@ impl Caller {
     }
 
     pub async fn until_closed(&mut self) {
-        let deadline = Instant::now() + Duration::from_secs(30);
+        self.until_closed_within(Duration::from_secs(30)).await
+    }
+
+    /// Wait (at most `limit`) for the call to end.
+    pub async fn until_closed_within(&mut self, limit: Duration) {
+        let deadline = Instant::now() + limit;
         while !self.closed {
             assert!(Instant::now() < deadline, "the call never ended");
             self.pump(Duration::from_millis(50)).await;

@@ -37,6 +37,14 @@ impl AtomicFile {
         temp_name.push(name);
         temp_name.push(format!(".partial-{}", std::process::id()));
         let temp = target.with_file_name(temp_name);
+        // The folder too, the first time (the setup's speech directory).
+        if let Some(dir) = target.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(|source| ConvertError::Io {
+                action: "create the folder of",
+                path: target.to_path_buf(),
+                source,
+            })?;
+        }
         let file = File::create(&temp).map_err(|source| ConvertError::Io {
             action: "create",
             path: temp.clone(),

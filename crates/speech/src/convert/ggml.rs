@@ -191,19 +191,7 @@ impl<W: Write> GgmlWriter<W> {
     /// The magic and the hyper-parameters.
     pub fn header(&mut self, hp: &HParams, kind: GgmlType) -> io::Result<()> {
         self.bytes(&GGML_MAGIC.to_le_bytes())?;
-        for v in [
-            hp.n_vocab,
-            hp.n_audio_ctx,
-            hp.n_audio_state,
-            hp.n_audio_head,
-            hp.n_audio_layer,
-            hp.n_text_ctx,
-            hp.n_text_state,
-            hp.n_text_head,
-            hp.n_text_layer,
-            hp.n_mels,
-            kind.ftype(),
-        ] {
+        for v in hp.in_file_order().into_iter().chain([kind.ftype()]) {
             self.i32(v)?;
         }
         Ok(())

@@ -164,18 +164,7 @@ impl GgmlModel {
             ));
         };
         let hp = &self.hparams;
-        let all = [
-            hp.n_vocab,
-            hp.n_audio_ctx,
-            hp.n_audio_state,
-            hp.n_audio_head,
-            hp.n_audio_layer,
-            hp.n_text_ctx,
-            hp.n_text_state,
-            hp.n_text_head,
-            hp.n_text_layer,
-            hp.n_mels,
-        ];
+        let all = hp.in_file_order();
         if all.iter().any(|&v| v <= 0) {
             return bad(format!("a hyper-parameter is not positive: {hp:?}"));
         }

@@ -55,6 +55,24 @@ pub struct HParams {
     pub n_mels: i32,
 }
 
+impl HParams {
+    /// The ten values in the order of the file's header.
+    pub fn in_file_order(&self) -> [i32; 10] {
+        [
+            self.n_vocab,
+            self.n_audio_ctx,
+            self.n_audio_state,
+            self.n_audio_head,
+            self.n_audio_layer,
+            self.n_text_ctx,
+            self.n_text_state,
+            self.n_text_head,
+            self.n_text_layer,
+            self.n_mels,
+        ]
+    }
+}
+
 fn dim(name: &str, what: &str, v: usize) -> Result<i32, ConvertError> {
     match i32::try_from(v) {
         Ok(v) if v > 0 => Ok(v),
