@@ -47,7 +47,6 @@ mod real {
     use super::served::*;
     use calllock::dial::phone::PhoneSpeech;
     use std::time::Duration;
-    use tokio::time::Instant;
 
     /// A fixture caller line (8 kHz µ-law WAV) as µ-law bytes.
     pub fn clip(voice: &str, name: &str) -> Vec<u8> {
