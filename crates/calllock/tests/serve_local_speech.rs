@@ -212,6 +212,7 @@ async fn a_booking_call_in_real_speech() {
         );
         let record = r.record.to_string();
         assert!(record.contains("78745"), "the ZIP code: {record}");
+        assert!(record.contains("Franklin Street"), "the address: {record}");
 
         // The recording: both sides intelligible when transcribed back.
         let wav = log.recording.as_ref().expect("recorded").to_wav();

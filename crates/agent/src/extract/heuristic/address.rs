@@ -180,6 +180,20 @@ pub(super) fn push_number_word(groups: &mut Vec<Group>, w: &str) -> bool {
         }
         return false;
     }
+    // A hyphenated house number as written: "43-29" (Queens style; a
+    // recogniser also writes "forty-three twenty-nine" so). Kept as said.
+    if let Some((a, b)) = w.split_once('-') {
+        let digits = |p: &str| (1..=5).contains(&p.len()) && p.bytes().all(|c| c.is_ascii_digit());
+        if digits(a) && digits(b) {
+            groups.push(Group {
+                text: Some(w.to_string()),
+                value: 0,
+                open: 0,
+                is_oh: false,
+            });
+            return true;
+        }
+    }
     if w.contains('-') {
         let parts: Vec<&str> = w.split('-').collect();
         if parts
