@@ -336,7 +336,8 @@ mod tests {
 
     #[tokio::test]
     async fn words_come_back_in_the_order_spoken() {
-        // The first clip takes longer than the second.
+        // The first clip takes longer than the second; the second holds
+        // the 0.6 s of quiet before it (its pre-roll) and its 2 s.
         let (mut stt, mut rx, _) = setup(10, vec![Duration::ZERO, Duration::from_millis(80)]);
         stt.user_started_speaking();
         stt.push_audio(&pcm(1000, 500));
@@ -347,7 +348,7 @@ mod tests {
         stt.user_stopped_speaking();
         assert_eq!(
             heard(&mut rx).await,
-            vec!["clip of 10 tenths", "clip of 25 tenths"]
+            vec!["clip of 10 tenths", "clip of 26 tenths"]
         );
     }
 
