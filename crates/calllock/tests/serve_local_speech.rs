@@ -279,12 +279,12 @@ async fn an_out_of_area_caller_is_told_and_promised_a_callback() {
         let s = serve_local().await;
         let mut c = call(&s, "+15125550124").await;
         let sid = c.sid();
-        let mut turns = Vec::new();
-        for i in 1..=4 {
-            turns.push(
-                c.play_after_turn(clip("joe", &format!("out_of_area-{i:02}")))
-                    .await,
-            );
+        // The first line recorded (Piper's voice); the rest typed, as in
+        // `calllock dial`: spoken into the line by the local voice (Flite).
+        let mut turns = vec![c.play_after_turn(clip("joe", "out_of_area-01")).await];
+        for line in ["No.", "Nine oh two one oh.", "Okay, thanks."] {
+            turns.push(c.agent_turn_long().await);
+            c.say(line);
         }
         c.until_closed_long().await;
         let log = c.phone.take().unwrap().finished().await;
@@ -299,6 +299,8 @@ async fn an_out_of_area_caller_is_told_and_promised_a_callback() {
             started.elapsed().as_secs_f64()
         );
         assert_eq!(r.final_state, "callback", "{r:#?} turns {turns:#?}");
+        let record = r.record.to_string();
+        assert!(record.contains("90210"), "the typed ZIP as heard: {record}");
     }
 }
 

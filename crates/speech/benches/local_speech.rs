@@ -244,16 +244,18 @@ async fn main() {
     let voice_first = flite_cost().await;
     let clips = Arc::new(clips);
     let every = Duration::from_secs(8);
-    println!("concurrent calls, a caller line every {} s each, 40 s: end of caller speech -> first agent audio (VAD stop 0.5 s + decode + Flite first audio)", every.as_secs());
+    println!("concurrent calls, a caller line every {} s each, 30 s: end of caller speech -> first agent audio (VAD stop 0.5 s + decode + Flite first audio)", every.as_secs());
     let mut best = None;
-    for (workers, threads) in [(1, 2), (2, 1)] {
-        for calls in [1, 2, 3, 4, 6, 8] {
+    let runs: [((usize, usize), &[usize]); 2] =
+        [((1, 2), &[1, 2, 4, 6, 8, 10, 12]), ((2, 1), &[2])];
+    for ((workers, threads), counts) in runs {
+        for &calls in counts {
             let load = Load {
                 workers,
                 threads,
                 calls,
                 every,
-                seconds: 40,
+                seconds: 30,
             };
             let (p50, p95, n, busy) = concurrent(&model, load, clips.clone(), voice_first).await;
             let ok = p95 <= Duration::from_millis(1500) && busy == 0;

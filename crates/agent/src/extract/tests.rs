@@ -288,6 +288,8 @@ fn addresses_keep_suffix_and_unit() {
         ("42 Indian Run Court", "42 Indian Run Court"),
         // As Whisper writes "forty-three twenty-nine Franklin Street".
         ("It's 43-29 Franklin Street.", "43-29 Franklin Street"),
+        // As Whisper writes "four thousand three hundred twenty-nine".
+        ("It's 4,329, Franklin Street.", "4329 Franklin Street"),
         ("915 Pecan Point Trail", "915 Pecan Point Trail"),
         ("7 Ridge Road", "7 Ridge Road"),
         ("2100 Hollow Ridge Road", "2100 Hollow Ridge Road"),

@@ -180,6 +180,23 @@ pub(super) fn push_number_word(groups: &mut Vec<Group>, w: &str) -> bool {
         }
         return false;
     }
+    // A number with thousands separators, as a recogniser writes "four
+    // thousand three hundred twenty-nine": "4,329".
+    if let Some((head, tail)) = w.split_once(',') {
+        let digits = |p: &str| !p.is_empty() && p.bytes().all(|c| c.is_ascii_digit());
+        if (1..=3).contains(&head.len())
+            && digits(head)
+            && tail.split(',').all(|g| g.len() == 3 && digits(g))
+        {
+            groups.push(Group {
+                text: Some(w.replace(',', "")),
+                value: 0,
+                open: 0,
+                is_oh: false,
+            });
+            return true;
+        }
+    }
     // A hyphenated house number as written: "43-29" (Queens style; a
     // recogniser also writes "forty-three twenty-nine" so). Kept as said.
     if let Some((a, b)) = w.split_once('-') {
