@@ -113,6 +113,16 @@ pub(super) struct Group {
 }
 
 impl Group {
+    /// A number as written ("4329", "43-29"): kept as it is.
+    fn written(text: String) -> Group {
+        Group {
+            text: Some(text),
+            value: 0,
+            open: 0,
+            is_oh: false,
+        }
+    }
+
     fn render(&self) -> String {
         self.text.clone().unwrap_or_else(|| self.value.to_string())
     }
@@ -121,12 +131,7 @@ impl Group {
 /// Feed one word into the number run; false if it is not part of a number.
 pub(super) fn push_number_word(groups: &mut Vec<Group>, w: &str) -> bool {
     if !w.is_empty() && w.len() <= 6 && w.bytes().all(|b| b.is_ascii_digit()) {
-        groups.push(Group {
-            text: Some(w.to_string()),
-            value: 0,
-            open: 0,
-            is_oh: false,
-        });
+        groups.push(Group::written(w.to_string()));
         return true;
     }
     if w == "oh" || w == "o" {
@@ -188,12 +193,7 @@ pub(super) fn push_number_word(groups: &mut Vec<Group>, w: &str) -> bool {
             && digits(head)
             && tail.split(',').all(|g| g.len() == 3 && digits(g))
         {
-            groups.push(Group {
-                text: Some(w.replace(',', "")),
-                value: 0,
-                open: 0,
-                is_oh: false,
-            });
+            groups.push(Group::written(w.replace(',', "")));
             return true;
         }
     }
@@ -202,12 +202,7 @@ pub(super) fn push_number_word(groups: &mut Vec<Group>, w: &str) -> bool {
     if let Some((a, b)) = w.split_once('-') {
         let digits = |p: &str| (1..=5).contains(&p.len()) && p.bytes().all(|c| c.is_ascii_digit());
         if digits(a) && digits(b) {
-            groups.push(Group {
-                text: Some(w.to_string()),
-                value: 0,
-                open: 0,
-                is_oh: false,
-            });
+            groups.push(Group::written(w.to_string()));
             return true;
         }
     }
