@@ -15,7 +15,7 @@ pub use tts::FliteTts;
 
 use crate::pool::{Busy, Workers};
 use std::ffi::CString;
-use std::sync::{Arc, Once};
+use std::sync::{Arc, Once, OnceLock};
 
 /// The longest text handed to Flite at once.
 pub const MAX_TEXT: usize = 600;
@@ -114,16 +114,26 @@ pub fn pieces(text: &str, max: usize) -> Vec<&str> {
     out
 }
 
-/// The process's Flite voice: one worker thread.
+/// The process's Flite voice: one worker thread, shared by every caller.
+///
+/// Flite keeps process-wide state (the lexicon, the voice list, its error
+/// jump buffer) that is not safe to touch from two threads at once, so a
+/// process has exactly one: [`Flite::start`] hands out the same one every
+/// time. (Two voices on two threads crashed the test binary with SIGSEGV.)
 pub struct Flite {
     workers: Workers<Voice>,
 }
 
 impl Flite {
-    /// Start the voice.
+    /// The process's voice, started on first use.
     pub fn start() -> Result<Arc<Flite>, String> {
-        let workers = Workers::start("flite", 1, 64, Voice::new)?;
-        Ok(Arc::new(Flite { workers }))
+        static THE_ONE: OnceLock<Result<Arc<Flite>, String>> = OnceLock::new();
+        THE_ONE
+            .get_or_init(|| {
+                let workers = Workers::start("flite", 1, 64, Voice::new)?;
+                Ok(Arc::new(Flite { workers }))
+            })
+            .clone()
     }
 
     /// Speak `text`: 16-bit samples at [`FLITE_RATE`], later.
@@ -180,6 +190,10 @@ mod tests {
     #[tokio::test]
     async fn flite_speaks_a_line() {
         let flite = Flite::start().expect("Flite starts");
+        assert!(
+            Arc::ptr_eq(&flite, &Flite::start().unwrap()),
+            "one per process"
+        );
         let samples = flite
             .speak("Thanks for calling ACE Cooling.")
             .unwrap()
