@@ -48,11 +48,14 @@ enum Command {
         #[arg(long, value_name = "PHONE", default_value = "+15125559876")]
         caller_id: String,
     },
-    /// Be the caller on a real-time voice call: every pipeline stage runs
-    /// (turn detection, barge-in, conversation engine, LLM, sentence
-    /// aggregation, TTS, resampling, paced playback) with offline mock
-    /// speech vendors. Agent words print as they play; type while the agent
-    /// talks to interrupt it. Ctrl-D hangs up.
+    /// Be the caller on a real-time voice call: `serve` and a local phone
+    /// in one process, every pipeline stage running (turn detection,
+    /// barge-in, conversation engine, LLM, sentence aggregation, TTS,
+    /// resampling, paced playback). Speech is local (Whisper hears, Flite
+    /// speaks; your typed lines are spoken into the line) when installed
+    /// (scripts/setup-local-speech, `--features local-speech`), else the
+    /// offline speech codec. Agent words print as they play; type while the
+    /// agent talks to interrupt it. Ctrl-D hangs up.
     Voice {
         /// The caller ID to call from (see `chat`).
         #[arg(long, value_name = "PHONE", default_value = "+15125559876")]

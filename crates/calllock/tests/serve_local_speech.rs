@@ -396,3 +396,90 @@ async fn a_caller_talking_over_the_agent_stops_it_at_once() {
         );
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_whose_deepgram_goes_silent_goes_on_with_whisper() {
+    if skip_unless_installed("a_call_whose_deepgram_goes_silent_goes_on_with_whisper") {
+        return;
+    }
+    #[cfg(feature = "local-speech")]
+    {
+        use providers::deepgram::aura_fake::{AuraBehaviour, FakeAura, FakeAuraConfig};
+        use providers::deepgram::fake::{FakeBehaviour, FakeDeepgram};
+        use real::*;
+        use served::serve_with;
+        let _one = ONE_AT_A_TIME.lock().await;
+        let started = tokio::time::Instant::now();
+        // Deepgram hears the audio and never answers; its voice (Aura)
+        // fails at once, so the agent speaks with Flite.
+        let deepgram = FakeDeepgram::start(FakeBehaviour {
+            silent: true,
+            ..FakeBehaviour::default()
+        })
+        .await;
+        let aura = FakeAura::start(FakeAuraConfig::default()).await;
+        aura.set_behaviour(AuraBehaviour::Status(500, "{\"err_msg\":\"down\"}".into()));
+        let s = serve_with(|c| {
+            c.speech.local = "on".into();
+            c.sim.llm_latency_s = 0.2;
+            c.deepgram.api_key = "test-key".into();
+            c.deepgram.url = deepgram.base_url();
+            c.deepgram.tts_url = aura.base_url();
+        })
+        .await;
+        assert!(
+            s.server.speech_summary().contains("deepgram → whisper"),
+            "{}",
+            s.server.speech_summary()
+        );
+        let mut c = call(&s, "+15125550126").await;
+        let sid = c.sid();
+        // Line 1: Deepgram stalls twice (the watchdog reopens it, then
+        // gives up on those words): the caller is asked again.
+        c.play_after_turn(clip("joe", "booking-01")).await;
+        let asked = c.agent_turn_long().await;
+        assert!(
+            norm(&asked).contains("again") || norm(&asked).contains("catch"),
+            "asked to repeat, heard as {asked:?}"
+        );
+        // Line 1 again: the third stall loses Deepgram for the call, and
+        // Whisper hears that very line (no second "say that again").
+        c.words.clear();
+        c.phone
+            .as_ref()
+            .unwrap()
+            .play_ulaw(clip("joe", "booking-01"));
+        let answer = c.agent_turn_long().await;
+        let answer = norm(&answer);
+        assert!(
+            answer.contains("safety") || answer.contains("burning") || answer.contains("smoke"),
+            "the safety question after the problem, heard as {answer:?}"
+        );
+        // And on: the next line is Whisper's alone.
+        c.play_after_turn(clip("joe", "booking-02")).await;
+        let next = c.agent_turn_long().await;
+        c.phone.as_ref().unwrap().hang_up();
+        c.until_closed_long().await;
+        c.phone.take().unwrap().finished().await;
+        let r = s.record(&sid).await;
+        eprintln!(
+            "call over and recorded after {:.1} s; last turn heard as {next:?}",
+            started.elapsed().as_secs_f64()
+        );
+        assert_eq!(deepgram.log().connections, 3, "reopened twice, then let go");
+        let lines = served::lines(&r.transcript);
+        let caller: Vec<String> = lines
+            .iter()
+            .filter(|(role, _)| role == "user")
+            .map(|(_, t)| norm(t))
+            .collect();
+        assert!(
+            caller.iter().any(|t| t.contains("stopped cooling")),
+            "the problem in the record: {caller:?}"
+        );
+        assert!(
+            !lines.iter().any(|(_, t)| t.contains("trouble hearing you")),
+            "no apology-and-callback ending: {lines:?}"
+        );
+    }
+}

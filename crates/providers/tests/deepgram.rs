@@ -120,7 +120,11 @@ async fn a_refused_key_is_final_and_said_once() {
         .await
         .expect("an answer");
     match ev {
-        Some(LiveEvent::Failed(why)) => assert!(why.contains("401"), "{why}"),
+        Some(LiveEvent::Failed { why, unheard }) => {
+            assert!(why.contains("401"), "{why}");
+            // What was said before the refusal is handed on, not dropped.
+            assert!(unheard.len() <= encode_mulaw("hello", 15.0).0.len() + 800);
+        }
         other => panic!("expected Failed, got {other:?}"),
     }
     assert_eq!(rx.recv().await, None, "nothing after Failed");
@@ -211,10 +215,15 @@ async fn a_socket_that_goes_quiet_is_reopened_then_the_caller_asked_then_given_u
     say(&h, "My name is Dana Fields", 300);
     h.finalize();
     let all = events_for(&mut rx, Duration::from_secs(3)).await;
-    assert!(
-        matches!(all.as_slice(), [LiveEvent::Failed(why)] if why.contains("stopped answering")),
-        "{all:?}"
-    );
+    let [LiveEvent::Failed { why, unheard }] = all.as_slice() else {
+        panic!("{all:?}");
+    };
+    assert!(why.contains("stopped answering"), "{why}");
+    // The line said again, which Deepgram never answered, is handed on
+    // whole (its words decode from it), and nothing from before it.
+    let (said, _) = encode_mulaw("My name is Dana Fields", 15.0);
+    assert_eq!(unheard.len(), said.len() + 300 * 8, "just the last line");
+    assert_eq!(&unheard[..said.len()], &said[..]);
 }
 
 #[tokio::test]

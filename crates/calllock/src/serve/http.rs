@@ -68,6 +68,7 @@ pub(super) async fn health(
             "dashboard": app.vendors.dashboard.is_some(),
             "speech": {
                 "ears": app.voices.ears(cfg),
+                "ears_fallback": app.voices.ears_fallback(cfg),
                 "voices": app.voices.chain,
                 "local": app.voices.local().describe(),
             },

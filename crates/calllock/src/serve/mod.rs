@@ -134,6 +134,7 @@ impl Server {
         tracing::info!(
             voices = voices.chain.join(" → "),
             ears = voices.ears(&cfg),
+            ears_fallback = voices.ears_fallback(&cfg).unwrap_or("none"),
             "the agent's voice and ears"
         );
         let app = Arc::new(App {
@@ -188,11 +189,11 @@ impl Server {
     /// How calls are heard and spoken, in words.
     pub fn speech_summary(&self) -> String {
         let v = &self.app.voices;
-        format!(
-            "heard by {}, spoken by {}",
-            v.ears(&self.app.cfg),
-            v.chain.join(" → ")
-        )
+        let ears = match v.ears_fallback(&self.app.cfg) {
+            Some(then) => format!("{} → {then}", v.ears(&self.app.cfg)),
+            None => v.ears(&self.app.cfg).to_string(),
+        };
+        format!("heard by {ears}, spoken by {}", v.chain.join(" → "))
     }
 
     /// Calls live now.

@@ -4,7 +4,11 @@
 //! speech (Whisper, [`crate::local_speech`]) when installed, else the
 //! offline speech codec (`voice::offline`) — text carried in the audio
 //! itself, which `calllock dial` speaks and hears — so a whole call runs
-//! with no keys either way.
+//! with no keys either way. When Deepgram is lost mid-call (a refused key,
+//! every reconnect failed, three stalls), Whisper hears the rest of the
+//! call, starting with the words Deepgram never answered
+//! ([`FallbackStt`]); without local speech the call apologises and ends
+//! with a callback.
 //!
 //! **Voice.** A chain, first to last, of the voices configured (SPEC §8.5);
 //! "offline" is the local voice (Flite) when installed, else the codec:
@@ -37,6 +41,7 @@ use std::time::Duration;
 use voice::frames::Encoding;
 use voice::offline::{CodecDetector, CodecStt, CodecTts};
 use voice::stages::stt::Stt;
+use voice::stages::stt_fallback::{FallbackStt, MakeBackup};
 use voice::stages::tts::{Tts, TtsEvent};
 use voice::stages::vad::{SpeechDetector, VadParams};
 
@@ -45,8 +50,8 @@ pub struct Speech {
     pub stt: Box<dyn Stt>,
     pub detector: Box<dyn SpeechDetector>,
     pub tts: Arc<dyn Tts>,
-    /// Set once the call's speech recognition is unusable (Deepgram only:
-    /// the offline codec cannot fail).
+    /// Set once the call's speech recognition is unusable (Deepgram with
+    /// nothing to fall back to: Whisper and the offline codec cannot fail).
     pub lost: Option<Arc<AtomicBool>>,
 }
 
@@ -127,6 +132,11 @@ impl Voices {
         }
     }
 
+    /// Who hears the rest of a call when Deepgram is lost mid-call.
+    pub fn ears_fallback(&self, cfg: &Config) -> Option<&'static str> {
+        (cfg.deepgram.enabled() && self.local.is_on()).then_some("whisper")
+    }
+
     /// The primary voice's breaker (for `/health`).
     pub fn breaker(&self) -> &Arc<VoiceBreaker> {
         &self.breaker
@@ -157,8 +167,24 @@ impl Voices {
         let vendor = cfg.deepgram.enabled();
         let (stt, lost): (Box<dyn Stt>, _) = if vendor {
             let dg = DeepgramStt::new(deepgram(cfg));
-            let lost = dg.failed();
-            (Box::new(dg), Some(lost))
+            match self.local.is_on().then(|| self.local.clone()) {
+                // Deepgram lost mid-call: Whisper hears the rest of it.
+                Some(local) => {
+                    let backup: MakeBackup = Box::new(move || match local.stt() {
+                        Some(stt) => stt,
+                        None => Box::new(CodecStt::default()),
+                    });
+                    (
+                        Box::new(FallbackStt::new(Box::new(dg), "whisper", backup)),
+                        None,
+                    )
+                }
+                // Nothing to fall back to: the call ends with a callback.
+                None => {
+                    let lost = dg.failed();
+                    (Box::new(dg), Some(lost))
+                }
+            }
         } else if let Some(local) = self.local.stt() {
             (local, None)
         } else {

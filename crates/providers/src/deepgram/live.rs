@@ -115,8 +115,13 @@ pub enum LiveEvent {
     NotHeard,
     /// Deepgram is unusable for this call (refused, every reconnect
     /// failed, or stalled three times in a row): nothing more will be
-    /// heard from it.
-    Failed(String),
+    /// heard from it. `unheard` is the caller audio (8 kHz µ-law) it
+    /// never covered with final results — at most
+    /// [`LiveConfig::replay_limit`] — for another recogniser to hear.
+    Failed {
+        why: String,
+        unheard: Bytes,
+    },
 }
 
 enum Command {
@@ -400,7 +405,8 @@ impl Task {
         if let Some(h) = self.utterances.flush() {
             self.emit(h);
         }
-        let _ = self.events.send(LiveEvent::Failed(why));
+        let unheard = Bytes::from(Vec::from(std::mem::take(&mut self.replay.bytes)));
+        let _ = self.events.send(LiveEvent::Failed { why, unheard });
     }
 
     /// The call closed while no socket was open.

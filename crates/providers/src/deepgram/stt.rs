@@ -6,22 +6,26 @@
 //! and interim text come back from the socket task and enter the pipeline
 //! as transcripts; the VAD's "caller stopped" asks Deepgram to `Finalize`.
 //! When Deepgram becomes unusable for the call (a refused key, every
-//! reconnect failed), the failure is logged and [`DeepgramStt::failed`]
-//! says so; the call itself goes on.
+//! reconnect failed, three stalls), the failure is logged,
+//! [`DeepgramStt::failed`] says so, and [`Stt::lost`] hands the caller
+//! audio Deepgram never answered to whoever hears the call next (a
+//! [`voice::stages::stt_fallback::FallbackStt`]); the call itself goes on.
 
 use super::live::{self, LiveConfig, LiveEvent, LiveHandle};
 use super::utterances::Heard;
 use bytes::Bytes;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use voice::frames::{Audio, Encoding};
-use voice::stages::stt::{Stt, Transcript, TranscriptOut};
+use voice::stages::stt::{Lost, Stt, Transcript, TranscriptOut};
 
 /// Deepgram live STT for one call.
 pub struct DeepgramStt {
     cfg: LiveConfig,
     handle: Option<LiveHandle>,
     failed: Arc<AtomicBool>,
+    /// Filled by the event task when Deepgram fails; taken by `lost`.
+    lost: Arc<Mutex<Option<Lost>>>,
 }
 
 impl DeepgramStt {
@@ -31,6 +35,7 @@ impl DeepgramStt {
             cfg,
             handle: None,
             failed: Arc::default(),
+            lost: Arc::default(),
         }
     }
 
@@ -45,6 +50,7 @@ impl Stt for DeepgramStt {
         let (handle, mut events) = live::spawn(self.cfg.clone());
         self.handle = Some(handle);
         let failed = self.failed.clone();
+        let lost = self.lost.clone();
         tokio::spawn(async move {
             while let Some(e) = events.recv().await {
                 let t = match e {
@@ -67,8 +73,12 @@ impl Stt for DeepgramStt {
                         }
                         continue;
                     }
-                    LiveEvent::Failed(why) => {
-                        tracing::error!(error = %why, "speech recognition lost for this call");
+                    LiveEvent::Failed { why, unheard } => {
+                        tracing::error!(error = %why, "Deepgram speech recognition lost for this call");
+                        *lost.lock().unwrap_or_else(|p| p.into_inner()) = Some(Lost {
+                            why,
+                            unheard: Audio::mulaw(unheard, 8000),
+                        });
                         failed.store(true, Ordering::Release);
                         continue;
                     }
@@ -101,5 +111,13 @@ impl Stt for DeepgramStt {
         if let Some(h) = &self.handle {
             h.finalize();
         }
+    }
+
+    fn lost(&mut self) -> Option<Lost> {
+        // One atomic load per audio frame until Deepgram fails.
+        if !self.failed.load(Ordering::Acquire) {
+            return None;
+        }
+        self.lost.lock().unwrap_or_else(|p| p.into_inner()).take()
     }
 }

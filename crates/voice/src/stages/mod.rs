@@ -15,6 +15,7 @@ pub mod output;
 pub mod resample;
 pub mod sentences;
 pub mod stt;
+pub mod stt_fallback;
 pub mod tts;
 pub mod turn;
 pub mod vad;

@@ -47,6 +47,16 @@ impl TranscriptOut {
     }
 }
 
+/// A speech-to-text engine that can hear nothing more on this call (a
+/// vendor refused the key, or went away for good), with the caller's audio
+/// it received but never turned into words.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Lost {
+    pub why: String,
+    /// The audio not covered by any transcript (may be empty).
+    pub unheard: Audio,
+}
+
 /// A speech-to-text engine for one call.
 pub trait Stt: Send + 'static {
     /// The pipeline started; streaming vendors keep `out`.
@@ -63,6 +73,12 @@ pub trait Stt: Send + 'static {
     /// The VAD heard the caller stop: a streaming vendor may flush what it
     /// holds (Deepgram's `Finalize`).
     fn user_stopped_speaking(&mut self) {}
+    /// `Some` once, when the engine has become unusable for the call
+    /// (checked with every audio frame, so it must be cheap). Engines that
+    /// cannot fail keep the default.
+    fn lost(&mut self) -> Option<Lost> {
+        None
+    }
 }
 
 impl<S: Stt + ?Sized> Stt for Box<S> {
@@ -80,6 +96,9 @@ impl<S: Stt + ?Sized> Stt for Box<S> {
     }
     fn user_stopped_speaking(&mut self) {
         (**self).user_stopped_speaking()
+    }
+    fn lost(&mut self) -> Option<Lost> {
+        (**self).lost()
     }
 }
 
