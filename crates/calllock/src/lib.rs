@@ -21,5 +21,6 @@ pub mod record;
 pub mod script;
 pub mod serve;
 pub mod sim;
+pub mod transcribe;
 pub mod voice_call;
 pub mod wiring;

@@ -61,6 +61,19 @@ enum Command {
         #[arg(long, value_name = "PHONE", default_value = "+15125559876")]
         caller_id: String,
     },
+    /// Print what a WAV file says, utterance by utterance, as Whisper
+    /// hears it: a `dial --record` file (left channel the caller, right the
+    /// agent), a caller line for `dial --wav`, any PCM16 or µ-law WAV.
+    /// Needs local speech (scripts/setup-local-speech, `--features
+    /// local-speech`).
+    Transcribe {
+        /// The WAV file.
+        #[arg(value_name = "FILE.wav")]
+        file: std::path::PathBuf,
+        /// One JSON array of {start, end, channel, speaker, text}.
+        #[arg(long)]
+        json: bool,
+    },
     /// Answer phone calls: the Twilio voice webhook (`/twiml`), the Media
     /// Streams WebSocket (`/ws/twilio`) and `/health`. Point a Twilio
     /// number's voice webhook at https://<public host>/twiml. SIGTERM or
@@ -372,6 +385,7 @@ async fn run(cli: Cli) -> Result<()> {
             }
         }
         Command::Voice { caller_id } => calllock::console::voice(&cfg, caller_id).await,
+        Command::Transcribe { file, json } => calllock::transcribe::run(&cfg, &file, json).await,
         Command::Serve {
             port,
             bind,

@@ -343,6 +343,79 @@ mod recogniser {
         }
         assert!(failed.is_empty(), "{failed:#?}");
     }
+
+    /// `calllock transcribe` on a two-channel call recording (caller left,
+    /// agent right, as `dial --record` writes it): who said what, in the
+    /// order spoken.
+    #[test]
+    fn calllock_transcribe_prints_who_said_what_in_order() {
+        if let Err(why) = model() {
+            if std::env::var_os("CI").is_some() {
+                panic!("under CI: {why}");
+            }
+            return eprintln!("SKIP calllock_transcribe_prints_who_said_what_in_order: {why}");
+        }
+        let line = |voice: &str, name: &str| {
+            let bytes = std::fs::read(format!("{FIXTURES}/{voice}/{name}.wav")).unwrap();
+            audio::wav::read_wav(&bytes).unwrap().samples
+        };
+        // The agent asks at 0.5 s; the caller answers at 5 s.
+        let agent = line("slt", "booking-04");
+        let caller = line("joe", "booking-05");
+        let at = |s: f64| (s * 8000.0) as usize;
+        let frames = at(5.0) + caller.len() + at(1.0);
+        let mut stereo = vec![0i16; frames * 2];
+        for (i, s) in agent.iter().enumerate() {
+            stereo[(at(0.5) + i) * 2 + 1] = *s;
+        }
+        for (i, s) in caller.iter().enumerate() {
+            stereo[(at(5.0) + i) * 2] = *s;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let wav = dir.path().join("call.wav");
+        std::fs::write(&wav, audio::wav::write_wav_pcm16(8000, 2, &stereo)).unwrap();
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_calllock"))
+            .arg("transcribe")
+            .arg(&wav)
+            .arg("--json")
+            .env("CALLLOCK_LOG", "error")
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{stderr}");
+        assert!(stderr.contains("2 channels, 8000 Hz"), "{stderr}");
+        let said: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let said = said.as_array().unwrap();
+        assert_eq!(said.len(), 2, "{said:#?}");
+        assert_eq!(said[0]["speaker"], "agent", "{said:#?}");
+        // (Whisper hears Flite's "Dana" as "Anna" at times.)
+        assert!(
+            said[0]["text"].as_str().unwrap().contains("Fields"),
+            "{said:#?}"
+        );
+        let start = said[0]["start"].as_f64().unwrap();
+        assert!((0.0..0.6).contains(&start), "{said:#?}");
+        assert_eq!(said[1]["speaker"], "caller", "{said:#?}");
+        assert!(
+            said[1]["text"].as_str().unwrap().contains("Franklin"),
+            "{said:#?}"
+        );
+        let start = said[1]["start"].as_f64().unwrap();
+        assert!((4.0..5.1).contains(&start), "{said:#?}");
+
+        // Not a WAV: one clear line, nothing on stdout.
+        let bad = dir.path().join("notes.wav");
+        std::fs::write(&bad, "not audio").unwrap();
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_calllock"))
+            .arg("transcribe")
+            .arg(&bad)
+            .output()
+            .unwrap();
+        assert!(!out.status.success());
+        assert!(out.stdout.is_empty());
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains("is not a WAV file"), "{stderr}");
+    }
 }
 
 #[cfg(not(feature = "local-speech"))]
