@@ -136,11 +136,11 @@ pub struct LiveHandle {
 }
 
 impl LiveHandle {
-    /// Caller audio (8 kHz µ-law). Empty audio is ignored.
-    pub fn audio(&self, ulaw: Bytes) {
-        if !ulaw.is_empty() {
-            let _ = self.tx.send(Command::Audio(ulaw));
-        }
+    /// Caller audio (8 kHz µ-law). Empty audio is ignored. False when
+    /// the socket task is gone (the stream closed or `Failed`): the audio
+    /// was not taken.
+    pub fn audio(&self, ulaw: Bytes) -> bool {
+        ulaw.is_empty() || self.tx.send(Command::Audio(ulaw)).is_ok()
     }
 
     /// Ask Deepgram for the final results of what it heard so far.
@@ -400,10 +400,19 @@ impl Task {
         let _ = self.events.send(LiveEvent::Heard(heard));
     }
 
-    /// Give up on Deepgram: what it heard is delivered, then `Failed`.
+    /// Give up on Deepgram: its final words are delivered, then `Failed`
+    /// with every byte of caller audio it did not answer — the replay and
+    /// what is still queued (the queue is closed first, so nothing sent
+    /// meanwhile slips between; the handle sees the closed queue after).
     fn fail(&mut self, why: String) {
-        if let Some(h) = self.utterances.flush() {
+        if let Some(h) = self.utterances.flush_finals() {
             self.emit(h);
+        }
+        self.rx.close();
+        while let Ok(cmd) = self.rx.try_recv() {
+            if let Command::Audio(a) = cmd {
+                self.take_audio(&a);
+            }
         }
         let unheard = Bytes::from(Vec::from(std::mem::take(&mut self.replay.bytes)));
         let _ = self.events.send(LiveEvent::Failed { why, unheard });
@@ -533,6 +542,7 @@ impl Task {
                 _ = sleep_until_some(deadline) => {
                     if let Some(h) = self.utterances.on_deadline(Instant::now()) {
                         self.emit(h);
+                        self.replay.acknowledge(self.utterances.acknowledged());
                     }
                 }
                 _ = sleep_until_some(self.stall_at) => {

@@ -19,6 +19,10 @@ use std::sync::{Arc, Mutex};
 use voice::frames::{Audio, Encoding};
 use voice::stages::stt::{Lost, Stt, Transcript, TranscriptOut};
 
+/// At most this much late audio is kept (10 s of 8 kHz µ-law; the switch
+/// comes within a frame or two).
+const LATE_LIMIT: usize = 80_000;
+
 /// Deepgram live STT for one call.
 pub struct DeepgramStt {
     cfg: LiveConfig,
@@ -26,6 +30,9 @@ pub struct DeepgramStt {
     failed: Arc<AtomicBool>,
     /// Filled by the event task when Deepgram fails; taken by `lost`.
     lost: Arc<Mutex<Option<Lost>>>,
+    /// Caller audio that arrived after the socket task was gone (before
+    /// the failure was noticed): handed on after the task's own.
+    late: Vec<u8>,
 }
 
 impl DeepgramStt {
@@ -36,6 +43,7 @@ impl DeepgramStt {
             handle: None,
             failed: Arc::default(),
             lost: Arc::default(),
+            late: Vec::new(),
         }
     }
 
@@ -96,7 +104,9 @@ impl Stt for DeepgramStt {
                 Encoding::MuLaw => audio.bytes.clone(),
                 Encoding::Pcm16 => Bytes::from(audio::mulaw::encode_pcm16le(&audio.bytes)),
             };
-            h.audio(ulaw);
+            if !h.audio(ulaw.clone()) && self.late.len() < LATE_LIMIT {
+                self.late.extend_from_slice(&ulaw);
+            }
         }
         Vec::new()
     }
@@ -118,6 +128,13 @@ impl Stt for DeepgramStt {
         if !self.failed.load(Ordering::Acquire) {
             return None;
         }
-        self.lost.lock().unwrap_or_else(|p| p.into_inner()).take()
+        let mut lost = self.lost.lock().unwrap_or_else(|p| p.into_inner()).take()?;
+        if !self.late.is_empty() {
+            let mut all = Vec::with_capacity(lost.unheard.bytes.len() + self.late.len());
+            all.extend_from_slice(&lost.unheard.bytes);
+            all.append(&mut self.late);
+            lost.unheard = Audio::mulaw(all, 8000);
+        }
+        Some(lost)
     }
 }

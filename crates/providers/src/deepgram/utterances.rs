@@ -40,8 +40,14 @@ const REPLAY_SLACK_S: f64 = 0.05;
 pub struct Utterances {
     finals: Vec<String>,
     interim: String,
+    /// Call-clock seconds where the interim span ends.
+    interim_until: f64,
     /// Call-clock seconds up to which final segments were taken.
     final_until: f64,
+    /// Call-clock seconds up to which interim spans were emitted as an
+    /// utterance (a `Finalize` unanswered): audio not to replay, though
+    /// a final segment for it is still taken when it comes.
+    taken_until: f64,
     /// A `Finalize` is waiting for its answer until then.
     finalize_by: Option<Instant>,
     finalize_wait: Duration,
@@ -54,16 +60,19 @@ impl Utterances {
         Utterances {
             finals: Vec::new(),
             interim: String::new(),
+            interim_until: 0.0,
             final_until: 0.0,
+            taken_until: 0.0,
             finalize_by: None,
             finalize_wait,
         }
     }
 
-    /// Audio (call-clock seconds) that final segments cover: what a new
-    /// socket need not hear again.
+    /// Audio (call-clock seconds) that delivered words cover (final
+    /// segments, and interim spans taken as an utterance): what a new
+    /// socket (or another recogniser) need not hear again.
     pub fn acknowledged(&self) -> f64 {
-        self.final_until
+        self.final_until.max(self.taken_until)
     }
 
     /// Words are waiting for the end of their utterance.
@@ -99,6 +108,14 @@ impl Utterances {
         self.take(true)
     }
 
+    /// Deepgram is lost for the call: take the final words only. The
+    /// interim span is not final, and its audio — not acknowledged — goes
+    /// to whoever hears the call next.
+    pub fn flush_finals(&mut self) -> Option<Heard> {
+        self.finalize_by = None;
+        self.take(false)
+    }
+
     /// One message of a socket whose audio starts at `offset` seconds of
     /// the call.
     pub fn on_message(&mut self, msg: &ServerMessage, offset: f64) -> Vec<Heard> {
@@ -116,6 +133,7 @@ impl Utterances {
             if !seg.transcript.is_empty() && offset + seg.end() > self.final_until + REPLAY_SLACK_S
             {
                 self.interim = seg.transcript.clone();
+                self.interim_until = offset + seg.end();
                 out.push(Heard::Interim(self.so_far()));
             }
             return out;
@@ -150,6 +168,10 @@ impl Utterances {
     /// Emit the buffered finals (and the interim span with `with_interim`).
     fn take(&mut self, with_interim: bool) -> Option<Heard> {
         let text = if with_interim {
+            if !self.interim.is_empty() {
+                // Its words are delivered now: not to be heard again.
+                self.taken_until = self.taken_until.max(self.interim_until);
+            }
             self.so_far()
         } else {
             self.finals.join(" ")
@@ -183,6 +205,34 @@ mod tests {
                 _ => None,
             })
             .collect()
+    }
+
+    #[test]
+    fn words_taken_from_an_interim_are_acknowledged_and_a_lost_socket_keeps_interims_unsaid() {
+        // A Finalize unanswered: the interim words go out as the
+        // utterance, and their audio counts as heard (not replayed).
+        let mut u = Utterances::new(Duration::from_millis(400));
+        u.on_message(&seg("My AC stopped", 0.0, 1.5, true, false), 0.0);
+        u.on_message(&seg("cooling", 1.5, 0.6, false, false), 0.0);
+        assert_eq!(u.acknowledged(), 1.5);
+        let now = Instant::now();
+        u.finalize_sent(now);
+        assert_eq!(
+            u.on_deadline(now + Duration::from_millis(500)),
+            Some(Heard::Final("My AC stopped cooling".into()))
+        );
+        assert!(
+            (u.acknowledged() - 2.1).abs() < 1e-9,
+            "{}",
+            u.acknowledged()
+        );
+        // Lost mid-utterance: the finals are said, the interim is not
+        // (its audio is unacknowledged, for the next recogniser).
+        u.on_message(&seg("It's 4329", 3.0, 1.0, true, false), 0.0);
+        u.on_message(&seg("Franklin", 4.0, 0.5, false, false), 0.0);
+        assert_eq!(u.flush_finals(), Some(Heard::Final("It's 4329".into())));
+        assert_eq!(u.acknowledged(), 4.0);
+        assert!(!u.pending());
     }
 
     #[test]

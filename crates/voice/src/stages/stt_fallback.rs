@@ -14,7 +14,8 @@
 //! [`Stt::lost`]. The caller's words that the primary received but never
 //! answered are handed to the backup as one utterance — but only when the
 //! VAD heard the caller speak during that audio, so a refusal at the start
-//! of the call does not send a second of line noise to be recognised. If
+//! of the call does not send a second of line noise to be recognised (the
+//! backup keeps such audio only as the lead-in of the next utterance). If
 //! the caller is speaking at the switch, the backup's utterance stays open
 //! and the VAD's stop ends it as usual. Nobody is asked to repeat anything
 //! that can still be heard.
@@ -99,8 +100,15 @@ impl FallbackStt {
             if !self.speaking {
                 backup.user_stopped_speaking();
             }
-        } else if self.speaking {
-            backup.user_started_speaking();
+        } else {
+            // Not words: the backup keeps it as the audio before the next
+            // start (its pre-roll), so a first syllable is not cut.
+            if missed > 0.0 {
+                said.extend(backup.push_audio(&lost.unheard));
+            }
+            if self.speaking {
+                backup.user_started_speaking();
+            }
         }
         self.backup = Some(backup);
         said
@@ -194,6 +202,9 @@ mod tests {
     }
 
     impl Stt for Engine {
+        fn start(&mut self, _out: TranscriptOut) {
+            self.note("start".into());
+        }
         fn push_audio(&mut self, audio: &Audio) -> Vec<Transcript> {
             self.frames += 1;
             self.note(format!("audio {}", audio.bytes.len()));
@@ -240,18 +251,35 @@ mod tests {
         std::mem::take(&mut *log.lock().unwrap())
     }
 
+    fn started(log: &Log, lose_after: usize) -> FallbackStt {
+        let mut stt = fallback(log, lose_after);
+        let (tx, _rx) = crate::inbox::inbox(8);
+        stt.start(TranscriptOut::new(tx));
+        assert_eq!(taken(log), ["primary start"]);
+        stt
+    }
+
     #[test]
     fn a_lost_primary_hands_the_rest_of_the_call_to_the_backup() {
         let log = Log::default();
-        let mut stt = fallback(&log, 2);
+        let mut stt = started(&log, 2);
         stt.push_audio(&frame());
         stt.push_audio(&frame());
         assert!(!stt.switched());
         assert_eq!(taken(&log), ["primary audio 320", "primary audio 320"]);
-        // Lost with no speech in the last 0.5 s: nothing is replayed.
+        // Lost with no speech in the last 0.5 s: the missed audio is only
+        // the lead-in of what comes next (no utterance of its own).
         stt.push_audio(&frame());
         assert!(stt.switched());
-        assert_eq!(taken(&log), ["primary finish", "backup audio 320"]);
+        assert_eq!(
+            taken(&log),
+            [
+                "primary finish",
+                "backup start",
+                "backup audio 4000",
+                "backup audio 320"
+            ]
+        );
         stt.user_started_speaking();
         stt.push_audio(&frame());
         stt.user_stopped_speaking();
@@ -270,7 +298,7 @@ mod tests {
     #[test]
     fn words_the_primary_never_answered_are_heard_by_the_backup() {
         let log = Log::default();
-        let mut stt = fallback(&log, 30);
+        let mut stt = started(&log, 30);
         // The caller speaks for 0.4 s and stops; the primary never answers.
         for i in 0..30 {
             if i == 5 {
@@ -287,6 +315,7 @@ mod tests {
             taken(&log),
             [
                 "primary finish",
+                "backup start",
                 "backup started",
                 "backup audio 4000",
                 "backup stopped",
@@ -296,9 +325,37 @@ mod tests {
     }
 
     #[test]
+    fn speech_before_the_missed_audio_is_not_heard_again() {
+        let log = Log::default();
+        let mut stt = started(&log, 60);
+        // The caller spoke and stopped at 0.4 s; the primary is lost at
+        // 1.2 s with 0.5 s unanswered — quiet since the stop.
+        for i in 0..60 {
+            if i == 5 {
+                stt.user_started_speaking();
+            }
+            if i == 20 {
+                stt.user_stopped_speaking();
+            }
+            stt.push_audio(&frame());
+        }
+        taken(&log);
+        stt.push_audio(&frame());
+        assert_eq!(
+            taken(&log),
+            [
+                "primary finish",
+                "backup start",
+                "backup audio 4000",
+                "backup audio 320"
+            ]
+        );
+    }
+
+    #[test]
     fn a_caller_speaking_at_the_switch_is_heard_to_the_end_of_the_line() {
         let log = Log::default();
-        let mut stt = fallback(&log, 3);
+        let mut stt = started(&log, 3);
         stt.push_audio(&frame());
         stt.user_started_speaking();
         stt.push_audio(&frame());
@@ -310,6 +367,7 @@ mod tests {
             taken(&log),
             [
                 "primary finish",
+                "backup start",
                 "backup started",
                 "backup audio 4000",
                 "backup audio 320"
