@@ -16,6 +16,7 @@ pub mod journal;
 pub mod latency;
 pub mod local_speech;
 pub mod logging;
+pub mod metrics;
 pub mod ops;
 pub mod record;
 pub mod script;

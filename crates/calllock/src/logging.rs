@@ -6,8 +6,52 @@
 //! final_state, entries…}` lines on target [`TRANSCRIPT_TARGET`]) is always
 //! written: it is how an operator reads a call back from a server's logs,
 //! so no filter may silence it.
+//!
+//! `--log-format json` (env `CALLLOCK_LOG_FORMAT=json`) writes one JSON
+//! object per line for a log collector; a served call's lines carry its
+//! span, `{"span":{"name":"call","call_id":"CA…"}}`, whichever task wrote
+//! them (the pipeline's stages, the speech vendors, post-call work).
+//! Secrets (API keys, tokens, auth headers) are never logged.
 
+use std::io::IsTerminal;
 use tracing_subscriber::filter::{Directive, EnvFilter};
+use tracing_subscriber::fmt::MakeWriter;
+
+/// How log lines are written (`--log-format`, env `CALLLOCK_LOG_FORMAT`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum LogFormat {
+    /// Readable lines (coloured at a terminal): for people.
+    #[default]
+    Text,
+    /// One JSON object per line, with the call's span (`call_id`): for
+    /// log collectors.
+    Json,
+}
+
+/// Install the process's log subscriber: `spec` as in [`env_filter`],
+/// lines in `format` to `writer`. Returns the filter's warning, if any.
+pub fn init<W>(spec: Option<&str>, format: LogFormat, writer: W) -> Option<String>
+where
+    W: for<'a> MakeWriter<'a> + Send + Sync + 'static,
+{
+    let (filter, warning) = env_filter(spec);
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(writer);
+    let _ = match format {
+        LogFormat::Json => builder
+            .json()
+            .with_current_span(true)
+            .with_span_list(false)
+            .try_init(),
+        // Colour only for a person at a terminal: log collectors get
+        // plain lines (a TRANSCRIPT_DUMP reader must find its JSON intact).
+        LogFormat::Text => builder
+            .with_ansi(std::io::stderr().is_terminal())
+            .try_init(),
+    };
+    warning
+}
 
 /// The `tracing` target of the transcript dump lines.
 pub const TRANSCRIPT_TARGET: &str = "calllock::transcript";
@@ -44,7 +88,6 @@ mod tests {
     use super::*;
     use std::io::Write;
     use std::sync::{Arc, Mutex};
-    use tracing_subscriber::fmt::MakeWriter;
 
     #[derive(Clone, Default)]
     struct Captured(Arc<Mutex<Vec<u8>>>);
@@ -111,6 +154,31 @@ mod tests {
         assert!(!log.contains("a warning"), "{log}");
         let log = logged(Some("info"));
         assert!(log.contains("an info line"), "{log}");
+    }
+
+    #[test]
+    fn json_lines_carry_the_calls_span() {
+        let out = Captured::default();
+        let (filter, _) = env_filter(Some("info"));
+        let subscriber = tracing_subscriber::fmt()
+            .with_env_filter(filter)
+            .with_writer(out.clone())
+            .json()
+            .with_current_span(true)
+            .with_span_list(false)
+            .finish();
+        tracing::subscriber::with_default(subscriber, || {
+            let span = tracing::info_span!("call", call_id = "CA123");
+            let _in = span.enter();
+            tracing::warn!(dropped = 3, "caller audio frames dropped");
+        });
+        let text = String::from_utf8(out.0.lock().unwrap().clone()).unwrap();
+        let line: serde_json::Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
+        assert_eq!(line["level"], "WARN", "{line}");
+        assert_eq!(line["fields"]["message"], "caller audio frames dropped");
+        assert_eq!(line["fields"]["dropped"], 3);
+        assert_eq!(line["span"]["name"], "call");
+        assert_eq!(line["span"]["call_id"], "CA123");
     }
 
     #[test]

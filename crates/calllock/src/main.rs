@@ -9,7 +9,6 @@ use calllock::{config, demo, display, script, sim};
 use anyhow::{bail, Context, Result};
 use calllock::instance::KeepAlive;
 use clap::{Parser, Subcommand};
-use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -31,6 +30,18 @@ struct Cli {
     /// SQLite database file (overrides the config and $CALLLOCK_DATABASE).
     #[arg(long, global = true, value_name = "PATH")]
     db: Option<PathBuf>,
+
+    /// Log lines as readable text (default) or one JSON object per line
+    /// (for a log collector; a call's lines carry its `call_id`). Which
+    /// lines: $CALLLOCK_LOG (default `warn`; e.g. `info`).
+    #[arg(
+        long,
+        global = true,
+        value_enum,
+        env = "CALLLOCK_LOG_FORMAT",
+        default_value = "text"
+    )]
+    log_format: calllock::logging::LogFormat,
 
     #[command(subcommand)]
     command: Command,
@@ -75,7 +86,8 @@ enum Command {
         json: bool,
     },
     /// Answer phone calls: the Twilio voice webhook (`/twiml`), the Media
-    /// Streams WebSocket (`/ws/twilio`) and `/health`. Point a Twilio
+    /// Streams WebSocket (`/ws/twilio`), `/health` and `/metrics`
+    /// (Prometheus; `serve.metrics_token` makes it ask for a bearer token). Point a Twilio
     /// number's voice webhook at https://<public host>/twiml. SIGTERM or
     /// Ctrl-C drains: no new calls, live calls get `serve.shutdown_grace_s`,
     /// then are ended politely (a second signal ends them at once).
@@ -275,15 +287,11 @@ enum CallsCommand {
 
 fn main() {
     let cli = Cli::parse();
-    let (filter, warning) =
-        calllock::logging::env_filter(std::env::var("CALLLOCK_LOG").ok().as_deref());
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        // Colour only for a person at a terminal: log collectors get plain
-        // lines (a TRANSCRIPT_DUMP reader must find its JSON intact).
-        .with_ansi(std::io::stderr().is_terminal())
-        .init();
+    let warning = calllock::logging::init(
+        std::env::var("CALLLOCK_LOG").ok().as_deref(),
+        cli.log_format,
+        std::io::stderr,
+    );
     if let Some(w) = warning {
         eprintln!("{w}");
     }

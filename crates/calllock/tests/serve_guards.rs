@@ -348,14 +348,16 @@ async fn sigterm_with_a_live_call() {
 
 /// `calllock dial --script` against a `calllock serve`, both real binaries
 /// sharing one database: the agent's words print as they play, then the
-/// outcome the server recorded.
+/// outcome the server recorded. The server logs JSON (`--log-format json`
+/// via its env): every line an object, the call's lines naming it, the
+/// metrics token never written.
 #[test]
 fn dial_drives_a_replay_script_against_a_live_server() {
     let dir = tempfile::tempdir().unwrap();
     let conf = dir.path().join("calllock.toml");
     std::fs::write(
         &conf,
-        "[serve]\nport = 0\n[sim]\nllm_latency_s = 0.0\nspeech_chars_per_s = 60.0\n",
+        "[serve]\nport = 0\nmetrics_token = \"tok-s3cret-42\"\n[sim]\nllm_latency_s = 0.0\nspeech_chars_per_s = 60.0\n",
     )
     .unwrap();
     let db = dir.path().join("calls.db");
@@ -367,7 +369,14 @@ fn dial_drives_a_replay_script_against_a_live_server() {
          {\"hangup\": true}\n",
     )
     .unwrap();
-    let (mut server, url) = spawn_serve(&conf, &db);
+    let log_path = dir.path().join("serve.log");
+    let log = std::fs::File::create(&log_path).unwrap();
+    let (mut server, url) = spawn_serve_logging(
+        &conf,
+        &db,
+        log.into(),
+        &[("CALLLOCK_LOG_FORMAT", "json"), ("CALLLOCK_LOG", "info")],
+    );
     let dial = std::process::Command::new(env!("CARGO_BIN_EXE_calllock"))
         // The offline speech codec, which the phones here speak.
         .env("CALLLOCK_LOCAL_SPEECH", "off")
@@ -391,11 +400,54 @@ fn dial_drives_a_replay_script_against_a_live_server() {
     assert!(stdout.contains("What's the ZIP code"), "{stdout}");
     assert!(stdout.contains("outcome: "), "{stdout}\n{stderr}");
     assert!(stdout.contains("(state service_area"), "{stdout}");
+
+    let log = std::fs::read_to_string(&log_path).unwrap();
+    assert!(!log.contains("tok-s3cret-42"), "a secret in the log");
+    let lines: Vec<serde_json::Value> = log
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l:?}")))
+        .collect();
+    let sid = stderr
+        .lines()
+        .find_map(|l| l.strip_prefix("connected: call "))
+        .or_else(|| {
+            stdout
+                .lines()
+                .find_map(|l| l.strip_prefix("connected: call "))
+        })
+        .unwrap_or_else(|| panic!("no call id in {stdout}\n{stderr}"))
+        .trim();
+    let of_call: Vec<&serde_json::Value> = lines
+        .iter()
+        .filter(|l| l["span"]["call_id"] == sid)
+        .collect();
+    assert!(
+        of_call
+            .iter()
+            .any(|l| l["fields"]["message"] == "call ended"),
+        "no 'call ended' line in the call's span: {log}"
+    );
+    assert!(
+        lines
+            .iter()
+            .all(|l| l["level"].is_string() && l["timestamp"].is_string()),
+        "{log}"
+    );
 }
 
 /// Start the `calllock serve` binary on config `conf` (with `port = 0`) and
 /// database `db`; returns it and its `http://` URL (its first stdout line).
 fn spawn_serve(conf: &std::path::Path, db: &std::path::Path) -> (std::process::Child, String) {
+    spawn_serve_logging(conf, db, std::process::Stdio::null(), &[])
+}
+
+/// [`spawn_serve`] with its log (stderr) going to `log`, and `env` set.
+fn spawn_serve_logging(
+    conf: &std::path::Path,
+    db: &std::path::Path,
+    log: std::process::Stdio,
+    env: &[(&str, &str)],
+) -> (std::process::Child, String) {
     use std::io::BufRead;
     let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_calllock"))
         // The offline speech codec, which the phones here speak.
@@ -405,8 +457,9 @@ fn spawn_serve(conf: &std::path::Path, db: &std::path::Path) -> (std::process::C
         .env("CALLLOCK_DATABASE", db)
         .env_remove("TWILIO_AUTH_TOKEN")
         .env_remove("PORT")
+        .envs(env.iter().copied())
         .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
+        .stderr(log)
         .spawn()
         .unwrap();
     let mut out = std::io::BufReader::new(child.stdout.take().unwrap());

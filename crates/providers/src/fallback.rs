@@ -157,6 +157,7 @@ impl Responder for FallbackResponder {
                 self.counters
                     .replies_fallen_back
                     .fetch_add(1, Ordering::Relaxed);
+                metrics::counter!(crate::metrics::LLM_FALLBACKS, "kind" => "reply").increment(1);
                 tracing::warn!(error = %e, primary = self.primary.name(), "LLM reply unavailable; speaking the scripted line");
                 self.fallback.reply(req).await
             }
@@ -170,6 +171,7 @@ impl Responder for FallbackResponder {
                 self.counters
                     .scoped_fallen_back
                     .fetch_add(1, Ordering::Relaxed);
+                metrics::counter!(crate::metrics::LLM_FALLBACKS, "kind" => "scoped").increment(1);
                 tracing::warn!(error = %e, "scoped reply unavailable; using the fallback");
                 self.fallback.scoped_reply(req).await
             }
@@ -183,6 +185,7 @@ impl Responder for FallbackResponder {
                 self.counters
                     .extractions_fallen_back
                     .fetch_add(1, Ordering::Relaxed);
+                metrics::counter!(crate::metrics::LLM_FALLBACKS, "kind" => "extract").increment(1);
                 tracing::warn!(error = %e, "LLM extraction unavailable; using the heuristic extractor");
                 self.fallback.extract(req).await
             }
@@ -196,6 +199,7 @@ impl Responder for FallbackResponder {
                 self.counters
                     .classifications_failed
                     .fetch_add(1, Ordering::Relaxed);
+                metrics::counter!(crate::metrics::LLM_FALLBACKS, "kind" => "classify").increment(1);
                 tracing::warn!(error = %e, "LLM classification unavailable; deterministic classification only");
                 self.fallback.classify(prompt).await
             }

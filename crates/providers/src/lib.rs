@@ -26,6 +26,7 @@ pub mod dashboard;
 pub mod deepgram;
 pub mod fallback;
 pub mod inworld;
+pub mod metrics;
 pub mod openai;
 pub mod probe;
 pub mod speech_text;

@@ -106,6 +106,12 @@ impl VoiceBreaker {
         self.probing.store(false, Ordering::Release);
     }
 
+    /// Whether the breaker is open now: lines skip the primary.
+    pub fn is_open(&self) -> bool {
+        let now = self.now();
+        self.lock().state(now) == BreakerState::Open
+    }
+
     /// Consecutive failures of the primary (for health output and tests).
     pub fn consecutive_failures(&self) -> u32 {
         self.lock().consecutive_failures()
@@ -249,6 +255,7 @@ impl Line {
             reason = why,
             "the primary voice cannot say a line; the fallback speaks"
         );
+        metrics::counter!(crate::metrics::TTS_FALLBACKS, "voice" => "fallback").increment(1);
         let tts = self.shared.fallback();
         self.phase = Phase::Other {
             stream: tts.synthesize(&self.text),
@@ -324,6 +331,8 @@ impl Line {
         match (&self.shared.opts.last_resort, last) {
             (Some(tts), false) => {
                 tracing::error!(error = %why, "both voices failed; the offline voice speaks");
+                metrics::counter!(crate::metrics::TTS_FALLBACKS, "voice" => "last_resort")
+                    .increment(1);
                 self.phase = Phase::Other {
                     stream: tts.synthesize(&self.text),
                     spoke: false,

@@ -184,6 +184,8 @@ async fn report(mut rx: mpsc::UnboundedReceiver<Pending>, out: TranscriptOut) {
             }
             Err(why) => {
                 tracing::warn!(why, "a caller utterance went unheard");
+                // providers::metrics::STT_NOT_HEARD (described by calllock::metrics).
+                metrics::counter!("calllock_stt_not_heard_total", "ears" => "whisper").increment(1);
                 out.not_heard().await
             }
         };
@@ -197,7 +199,7 @@ impl<R: Recogniser + ?Sized> Stt for UtteranceStt<R> {
     fn start(&mut self, out: TranscriptOut) {
         let (tx, rx) = mpsc::unbounded_channel();
         self.pending = Some(tx);
-        tokio::spawn(report(rx, out));
+        tokio::spawn(tracing::Instrument::in_current_span(report(rx, out)));
     }
 
     fn push_audio(&mut self, audio: &Audio) -> Vec<Transcript> {

@@ -421,6 +421,19 @@ impl Store {
         self.outbox_query(&sql, None).await
     }
 
+    /// How many items wait to be delivered, and when the oldest of them
+    /// was created (Unix seconds) — for the operator's metrics.
+    pub async fn outbox_waiting(&self) -> Result<(u64, Option<f64>), StoreError> {
+        let row = sqlx::query(
+            "SELECT COUNT(*) AS n, MIN(created_unix) AS oldest FROM outbox WHERE status = 'pending'",
+        )
+        .fetch_one(self.pool())
+        .await?;
+        let n: i64 = row.try_get("n")?;
+        let oldest: Option<f64> = row.try_get("oldest")?;
+        Ok((u64::try_from(n).unwrap_or(0), oldest))
+    }
+
     /// The newest `limit` items, whatever their status (for a listing).
     pub async fn outbox_all(&self, limit: u32) -> Result<Vec<OutboxItem>, StoreError> {
         let sql = format!(

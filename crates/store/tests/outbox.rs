@@ -72,6 +72,16 @@ both! {
         assert_eq!(d.lease_until, None);
         let pending: Vec<_> = s.outbox_pending().await.unwrap().into_iter().map(|i| i.id).collect();
         assert_eq!(pending, [a2.clone(), b1.clone()]);
+        // What waits, for the metrics: a2 (created at NOW) and b1.
+        assert_eq!(s.outbox_waiting().await.unwrap(), (2, Some(NOW)));
+    }
+}
+
+both! {
+    #[tokio::test]
+    async fn an_empty_outbox_has_nothing_waiting(fx) {
+        let s = fx.store().await;
+        assert_eq!(s.outbox_waiting().await.unwrap(), (0, None));
     }
 }
 

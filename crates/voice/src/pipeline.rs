@@ -83,7 +83,13 @@ impl PipelineBuilder {
         let name = stage.name();
         self.stages.push((
             name,
-            Box::new(move |wiring| tokio::spawn(run_stage(stage, wiring))),
+            // Each stage runs in the span of whoever built the pipeline
+            // (a served call's span: its logs name the call).
+            Box::new(move |wiring| {
+                tokio::spawn(tracing::Instrument::in_current_span(run_stage(
+                    stage, wiring,
+                )))
+            }),
         ));
         self
     }

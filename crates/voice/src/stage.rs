@@ -121,13 +121,14 @@ impl<'a> Ctx<'a> {
         Fut: Future<Output = ()> + Send + 'static,
     {
         let fut = work(self.self_sender());
-        tokio::spawn(async move {
+        // In the call's span (logs name the call).
+        tokio::spawn(tracing::Instrument::in_current_span(async move {
             tokio::select! {
                 biased;
                 _ = token.cancelled() => {}
                 _ = fut => {}
             }
-        });
+        }));
     }
 }
 
@@ -141,7 +142,7 @@ impl Ctx<'_> {
         Fut: Future<Output = Frame> + Send + 'static,
     {
         let control = self.self_control();
-        tokio::spawn(async move {
+        tokio::spawn(tracing::Instrument::in_current_span(async move {
             tokio::select! {
                 biased;
                 _ = token.cancelled() => {}
@@ -149,7 +150,7 @@ impl Ctx<'_> {
                     let _ = control.push(frame);
                 }
             }
-        });
+        }));
     }
 }
 

@@ -35,6 +35,11 @@ pub struct ServeSection {
     /// offline speech codec that `calllock dial` speaks), or `"auto"`:
     /// the model when a speech vendor hears the call, else the codec.
     pub vad: String,
+    /// The bearer token `GET /metrics` requires (env
+    /// `CALLLOCK_METRICS_TOKEN`; `Authorization: Bearer <token>`). Empty:
+    /// `/metrics` answers anyone who reaches the server — fine on loopback
+    /// or a private network, not on a public address.
+    pub metrics_token: String,
 }
 
 impl Default for ServeSection {
@@ -48,6 +53,7 @@ impl Default for ServeSection {
             shutdown_grace_s: 120.0,
             output_lead_ms: 100,
             vad: "auto".into(),
+            metrics_token: String::new(),
         }
     }
 }
@@ -114,6 +120,9 @@ pub(super) fn apply_env(
             Ok(n) => serve.max_calls = n,
             Err(_) => problems.push(format!("CALLLOCK_MAX_CALLS={v:?} is not a whole number")),
         }
+    }
+    if let Some(v) = get("CALLLOCK_METRICS_TOKEN") {
+        serve.metrics_token = v.trim().to_string();
     }
     if let Some(v) = get("TWILIO_ACCOUNT_SID") {
         twilio.account_sid = v.trim().to_string();

@@ -1,5 +1,5 @@
-//! The HTTP side of `calllock serve`: `/health`, the `/twiml` webhook and
-//! the `/ws/twilio` upgrade, with Twilio's request signatures.
+//! The HTTP side of `calllock serve`: `/health`, `/metrics`, the `/twiml`
+//! webhook and the `/ws/twilio` upgrade, with Twilio's request signatures.
 //!
 //! ## Which URL is signed
 //!
@@ -21,6 +21,37 @@ use axum::response::{IntoResponse, Response};
 use providers::twilio::{signature, twiml};
 use std::collections::HashMap;
 use std::sync::Arc;
+
+/// `GET /metrics`: Prometheus text ([`crate::metrics`]); with
+/// `serve.metrics_token` set, only for `Authorization: Bearer <token>`.
+pub(super) async fn metrics(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
+    let token = &app.cfg.serve.metrics_token;
+    if !token.is_empty() {
+        let given = headers
+            .get(axum::http::header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "))
+            .unwrap_or("");
+        let same: bool = subtle::ConstantTimeEq::ct_eq(given.as_bytes(), token.as_bytes()).into();
+        if !same {
+            return (
+                StatusCode::UNAUTHORIZED,
+                [(axum::http::header::WWW_AUTHENTICATE, "Bearer")],
+                "a metrics token is required\n",
+            )
+                .into_response();
+        }
+    }
+    let body = crate::metrics::render(&app).await;
+    (
+        [(
+            axum::http::header::CONTENT_TYPE,
+            "text/plain; version=0.0.4; charset=utf-8",
+        )],
+        body,
+    )
+        .into_response()
+}
 
 /// `GET /health`: `ok`, or 503 `draining`; `?verbose=1`: JSON.
 pub(super) async fn health(
@@ -193,6 +224,12 @@ pub(super) async fn twiml(
             from,
             "a call was turned away (full or draining); creating a callback"
         );
+        let reason = if app.calls.is_draining() {
+            "draining"
+        } else {
+            "full"
+        };
+        metrics::counter!(crate::metrics::CALLS_REFUSED, "reason" => reason).increment(1);
         let app2 = app.clone();
         let line2 = line.clone();
         tokio::spawn(async move { super::turned_away(&app2, &from, &call_sid, &line2).await });
@@ -232,6 +269,12 @@ pub(super) async fn stream(
     }
     let Some(slot) = app.calls.try_enter() else {
         tracing::warn!("refused a stream: the server is full or draining");
+        let reason = if app.calls.is_draining() {
+            "draining"
+        } else {
+            "full"
+        };
+        metrics::counter!(crate::metrics::CALLS_REFUSED, "reason" => reason).increment(1);
         return (StatusCode::SERVICE_UNAVAILABLE, "full").into_response();
     };
     ws.max_message_size(providers::twilio::media_streams::MAX_MESSAGE_BYTES)

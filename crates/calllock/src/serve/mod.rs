@@ -130,6 +130,8 @@ impl Server {
                 );
             }
         }
+        // Metrics are recorded from the first call on (`GET /metrics`).
+        crate::metrics::handle();
         let voices = speech::Voices::new(&cfg, local)?;
         tracing::info!(
             voices = voices.chain.join(" → "),
@@ -150,6 +152,7 @@ impl Server {
         });
         let router = axum::Router::new()
             .route("/health", get(http::health))
+            .route("/metrics", get(http::metrics))
             .route("/twiml", get(http::twiml).post(http::twiml))
             .route("/ws/twilio", get(http::stream))
             .with_state(app.clone());
@@ -332,11 +335,13 @@ pub async fn run(cfg: Config, opts: ServeOptions) -> Result<()> {
 async fn shutdown_on_signals(server: &Server, grace: Duration) {
     let mut signals = Signals::new();
     signals.next().await;
-    let live = server.live_calls();
-    eprintln!(
-        "shutting down: no new calls; {live} live call(s) may finish within {}s (signal again \
-         to end them now)",
-        grace.as_secs()
+    // Warnings: seen under the default filter, and JSON under
+    // `--log-format json` like every other line.
+    tracing::warn!(
+        live = server.live_calls(),
+        grace_s = grace.as_secs(),
+        "shutting down: no new calls; live calls may finish within the grace period (signal \
+         again to end them now)"
     );
     server.drain();
     let ended_now = tokio::select! {
@@ -345,12 +350,12 @@ async fn shutdown_on_signals(server: &Server, grace: Duration) {
         _ = signals.next() => true,
     };
     if ended_now {
-        eprintln!("ending {} live call(s) now", server.live_calls());
+        tracing::warn!(live = server.live_calls(), "ending live calls now");
         server.end_calls(Ending::Now);
     } else {
-        eprintln!(
-            "grace period over: ending {} live call(s) politely (goodbye, callback)",
-            server.live_calls()
+        tracing::warn!(
+            live = server.live_calls(),
+            "grace period over: ending live calls politely (goodbye, callback)"
         );
         server.end_calls(Ending::Politely);
         tokio::select! {

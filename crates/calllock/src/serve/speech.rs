@@ -132,6 +132,11 @@ impl Voices {
         }
     }
 
+    /// Whether a vendor voice comes first (a breaker to watch).
+    pub fn has_primary(&self) -> bool {
+        self.primary.is_some()
+    }
+
     /// Who hears the rest of a call when Deepgram is lost mid-call.
     pub fn ears_fallback(&self, cfg: &Config) -> Option<&'static str> {
         (cfg.deepgram.enabled() && self.local.is_on()).then_some("whisper")
@@ -170,9 +175,12 @@ impl Voices {
             match self.local.is_on().then(|| self.local.clone()) {
                 // Deepgram lost mid-call: Whisper hears the rest of it.
                 Some(local) => {
-                    let backup: MakeBackup = Box::new(move || match local.stt() {
-                        Some(stt) => stt,
-                        None => Box::new(CodecStt::default()),
+                    let backup: MakeBackup = Box::new(move || {
+                        metrics::counter!(crate::metrics::STT_FALLBACKS).increment(1);
+                        match local.stt() {
+                            Some(stt) => stt,
+                            None => Box::new(CodecStt::default()),
+                        }
                     });
                     (
                         Box::new(FallbackStt::new(Box::new(dg), "whisper", backup)),

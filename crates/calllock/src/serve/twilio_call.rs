@@ -55,8 +55,10 @@ pub(super) async fn run(app: Arc<App>, socket: WebSocket, slot: super::live::Cal
         let _ = writer.await;
         return;
     };
+    let span = tracing::info_span!("call", call_id = %start.call_sid);
     let call = Call::new(app, start, out_tx);
-    call.run(ws_rx, reader).await;
+    // Every line of the call (and of the tasks it starts) names it.
+    tracing::Instrument::instrument(call.run(ws_rx, reader), span).await;
     let _ = writer.await;
     drop(slot);
 }
@@ -269,6 +271,7 @@ impl Call {
             }
         };
         if dropped > 0 {
+            metrics::counter!(crate::metrics::CALLER_FRAMES_DROPPED).increment(dropped);
             tracing::warn!(
                 call_id = self.call_id,
                 dropped,
@@ -338,6 +341,17 @@ impl Call {
             }
         }
         let report = self.app.post.handle_call_ended(&mut outcome, false).await;
+        let how = match end {
+            SocketEnd::CallerGone => "caller",
+            SocketEnd::AgentHungUp => "agent",
+            SocketEnd::Shutdown(_) => "shutdown",
+            SocketEnd::SpeechLost => "speech_lost",
+        };
+        crate::metrics::call_finished(
+            outcome.session.state.as_str(),
+            how,
+            outcome.end_time - outcome.start_time,
+        );
         tracing::info!(
             call_id = self.call_id,
             state = outcome.session.state.as_str(),

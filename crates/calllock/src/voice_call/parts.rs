@@ -95,7 +95,7 @@ where
     if let Some(stats) = parts.pacing {
         player = player.with_pacing(stats);
     }
-    let player = tokio::spawn(player.run());
+    let player = tokio::spawn(tracing::Instrument::in_current_span(player.run()));
     RunningCall {
         pipeline,
         control,

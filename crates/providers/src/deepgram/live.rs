@@ -154,7 +154,7 @@ impl LiveHandle {
 pub fn spawn(cfg: LiveConfig) -> (LiveHandle, mpsc::UnboundedReceiver<LiveEvent>) {
     let (tx, rx) = mpsc::unbounded_channel();
     let (ev_tx, ev_rx) = mpsc::unbounded_channel();
-    tokio::spawn(run(cfg, rx, ev_tx));
+    tokio::spawn(tracing::Instrument::in_current_span(run(cfg, rx, ev_tx)));
     (LiveHandle { tx }, ev_rx)
 }
 

@@ -59,7 +59,7 @@ impl Stt for DeepgramStt {
         self.handle = Some(handle);
         let failed = self.failed.clone();
         let lost = self.lost.clone();
-        tokio::spawn(async move {
+        tokio::spawn(tracing::Instrument::in_current_span(async move {
             while let Some(e) = events.recv().await {
                 let t = match e {
                     LiveEvent::Heard(Heard::Final(text)) => Transcript {
@@ -72,16 +72,20 @@ impl Stt for DeepgramStt {
                     },
                     LiveEvent::Heard(Heard::SpeechStarted) => continue,
                     LiveEvent::Reconnected { attempt } => {
+                        metrics::counter!(crate::metrics::STT_RECONNECTS).increment(1);
                         tracing::info!(attempt, "Deepgram socket reopened");
                         continue;
                     }
                     LiveEvent::NotHeard => {
+                        metrics::counter!(crate::metrics::STT_NOT_HEARD, "ears" => "deepgram")
+                            .increment(1);
                         if !out.not_heard().await {
                             return;
                         }
                         continue;
                     }
                     LiveEvent::Failed { why, unheard } => {
+                        metrics::counter!(crate::metrics::STT_LOST).increment(1);
                         tracing::error!(error = %why, "Deepgram speech recognition lost for this call");
                         *lost.lock().unwrap_or_else(|p| p.into_inner()) = Some(Lost {
                             why,
@@ -95,7 +99,7 @@ impl Stt for DeepgramStt {
                     return; // the call is over
                 }
             }
-        });
+        }));
     }
 
     fn push_audio(&mut self, audio: &Audio) -> Vec<Transcript> {

@@ -366,7 +366,7 @@ mod tests {
         let audio = Audio::pcm16(vec![0u8; 8000 * 2 * 3 / 2], 8000);
         tx.try_send(Frame::data(0, Data::OutputAudio { id: 7, audio }))
             .unwrap();
-        let run = tokio::spawn(player.run());
+        let run = tokio::spawn(tracing::Instrument::in_current_span(player.run()));
         tokio::time::sleep(Duration::from_millis(1700)).await;
         scope.cancel();
         let sink = run.await.unwrap();

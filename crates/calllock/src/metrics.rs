@@ -1,0 +1,186 @@
+//! The operator's metrics: what `GET /metrics` of `calllock serve` exports,
+//! in Prometheus' text format.
+//!
+//! Every crate records through the `metrics` facade (a no-op until a
+//! recorder is installed, so the CLI and tests that never serve pay
+//! nothing); [`handle`] installs the Prometheus recorder once per process
+//! and describes every metric here, so this table is the whole catalogue:
+//!
+//! | metric | kind | labels | what |
+//! |---|---|---|---|
+//! | `calllock_live_calls` | gauge | | calls on the line now |
+//! | `calllock_calls_total` | counter | `final_state`, `ended_by` | finished calls by outcome |
+//! | `calllock_calls_refused_total` | counter | `reason` (`full`, `draining`) | calls turned away |
+//! | `calllock_call_duration_seconds` | histogram | | length of finished calls |
+//! | `calllock_turn_seconds` | histogram | `milestone` | from the caller stopping to each milestone of the reply: `stt_final`, `llm_first_token`, `tts_first_audio`, `first_outbound`, `first_heard` |
+//! | `calllock_barge_ins_total` | counter | | the agent was talked over and stopped |
+//! | `calllock_caller_frames_dropped_total` | counter | | caller audio dropped (the pipeline fell behind) |
+//! | `calllock_player_frames_total` | counter | | agent audio frames sent |
+//! | `calllock_player_frames_late_total` | counter | | … sent 20 ms or more late |
+//! | `calllock_stt_reconnects_total` | counter | | Deepgram sockets reopened mid-call |
+//! | `calllock_stt_not_heard_total` | counter | `ears` | callers asked to say it again |
+//! | `calllock_stt_lost_total` | counter | | calls where Deepgram became unusable |
+//! | `calllock_stt_fallbacks_total` | counter | | … and Whisper heard the rest |
+//! | `calllock_tts_fallbacks_total` | counter | `voice` (`fallback`, `last_resort`) | lines not said by the primary voice |
+//! | `calllock_tts_breaker_open` | gauge | | 1 while the primary voice's breaker is open |
+//! | `calllock_llm_fallbacks_total` | counter | `kind` | LLM answers replaced by the offline responder |
+//! | `calllock_outbox_depth` | gauge | | deliveries waiting (dashboard, alerts) |
+//! | `calllock_outbox_oldest_age_seconds` | gauge | | age of the oldest waiting delivery |
+//!
+//! The gauges and the player counters are read when scraped ([`render`]);
+//! the rest are recorded where they happen.
+
+use metrics::{describe_counter, describe_gauge, describe_histogram, Unit};
+use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
+use std::sync::OnceLock;
+
+pub const LIVE_CALLS: &str = "calllock_live_calls";
+pub const CALLS: &str = "calllock_calls_total";
+pub const CALLS_REFUSED: &str = "calllock_calls_refused_total";
+pub const CALL_SECONDS: &str = "calllock_call_duration_seconds";
+pub const TURN_SECONDS: &str = "calllock_turn_seconds";
+pub const BARGE_INS: &str = "calllock_barge_ins_total";
+pub const CALLER_FRAMES_DROPPED: &str = "calllock_caller_frames_dropped_total";
+pub const PLAYER_FRAMES: &str = "calllock_player_frames_total";
+pub const PLAYER_FRAMES_LATE: &str = "calllock_player_frames_late_total";
+pub const STT_FALLBACKS: &str = "calllock_stt_fallbacks_total";
+pub const TTS_BREAKER_OPEN: &str = "calllock_tts_breaker_open";
+pub const OUTBOX_DEPTH: &str = "calllock_outbox_depth";
+pub const OUTBOX_OLDEST_AGE: &str = "calllock_outbox_oldest_age_seconds";
+
+/// Histogram buckets of turn milestones (seconds).
+const TURN_BUCKETS: &[f64] = &[0.1, 0.2, 0.3, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 5.0, 10.0];
+/// Histogram buckets of call lengths (seconds).
+const CALL_BUCKETS: &[f64] = &[10.0, 30.0, 60.0, 120.0, 180.0, 300.0, 600.0, 1200.0];
+
+/// The process's Prometheus recorder, installed on first use; `None` when
+/// another recorder was installed first (metrics then go there).
+pub fn handle() -> Option<&'static PrometheusHandle> {
+    static HANDLE: OnceLock<Option<PrometheusHandle>> = OnceLock::new();
+    HANDLE
+        .get_or_init(|| {
+            let built = PrometheusBuilder::new()
+                .set_buckets_for_metric(Matcher::Full(TURN_SECONDS.into()), TURN_BUCKETS)
+                .and_then(|b| {
+                    b.set_buckets_for_metric(Matcher::Full(CALL_SECONDS.into()), CALL_BUCKETS)
+                })
+                .and_then(|b| b.install_recorder());
+            match built {
+                Ok(h) => {
+                    describe();
+                    Some(h)
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "metrics are not exported (another recorder is installed)");
+                    None
+                }
+            }
+        })
+        .as_ref()
+}
+
+fn describe() {
+    use providers::metrics as p;
+    describe_gauge!(LIVE_CALLS, "Calls on the line now.");
+    describe_counter!(CALLS, "Finished calls, by final state and who ended them.");
+    describe_counter!(
+        CALLS_REFUSED,
+        "Calls turned away (full, or draining at shutdown)."
+    );
+    describe_histogram!(CALL_SECONDS, Unit::Seconds, "Length of finished calls.");
+    describe_histogram!(
+        TURN_SECONDS,
+        Unit::Seconds,
+        "From the caller stopping to each milestone of the agent's reply."
+    );
+    describe_counter!(BARGE_INS, "Times the agent was talked over and stopped.");
+    describe_counter!(
+        CALLER_FRAMES_DROPPED,
+        "Caller audio frames dropped because the pipeline fell behind."
+    );
+    describe_counter!(PLAYER_FRAMES, "Agent audio frames sent to callers.");
+    describe_counter!(
+        PLAYER_FRAMES_LATE,
+        "Agent audio frames sent 20 ms or more late."
+    );
+    describe_counter!(p::STT_RECONNECTS, "Deepgram sockets reopened mid-call.");
+    describe_counter!(
+        p::STT_NOT_HEARD,
+        "Callers asked to say it again, by recogniser."
+    );
+    describe_counter!(p::STT_LOST, "Calls where Deepgram became unusable.");
+    describe_counter!(
+        STT_FALLBACKS,
+        "Calls whose rest Whisper heard after Deepgram was lost."
+    );
+    describe_counter!(
+        p::TTS_FALLBACKS,
+        "Lines not said by the primary voice, by who said them."
+    );
+    describe_gauge!(
+        TTS_BREAKER_OPEN,
+        "1 while the primary voice's circuit breaker is open."
+    );
+    describe_counter!(
+        p::LLM_FALLBACKS,
+        "LLM answers replaced by the offline responder, by kind."
+    );
+    describe_gauge!(OUTBOX_DEPTH, "Deliveries waiting in the outbox.");
+    describe_gauge!(
+        OUTBOX_OLDEST_AGE,
+        Unit::Seconds,
+        "Age of the oldest delivery waiting in the outbox."
+    );
+}
+
+/// The metrics of the server `app`, read now: the scrape-time gauges set,
+/// then everything recorded, as Prometheus text.
+pub(crate) async fn render(app: &crate::serve::App) -> String {
+    let Some(h) = handle() else {
+        return String::new();
+    };
+    metrics::gauge!(LIVE_CALLS).set(app.calls.live() as f64);
+    let pacing = app.pacing.summary();
+    metrics::counter!(PLAYER_FRAMES).absolute(pacing.frames);
+    metrics::counter!(PLAYER_FRAMES_LATE).absolute(pacing.late_20ms);
+    let open = app.voices.has_primary() && app.voices.breaker().is_open();
+    metrics::gauge!(TTS_BREAKER_OPEN).set(if open { 1.0 } else { 0.0 });
+    match app.vendors.store.outbox_waiting().await {
+        Ok((n, oldest)) => {
+            metrics::gauge!(OUTBOX_DEPTH).set(n as f64);
+            let now = chrono::Utc::now().timestamp_millis() as f64 / 1000.0;
+            let age = oldest.map_or(0.0, |t| (now - t).max(0.0));
+            metrics::gauge!(OUTBOX_OLDEST_AGE).set(age);
+        }
+        Err(e) => tracing::warn!(error = %e, "metrics: cannot read the outbox"),
+    }
+    h.render()
+}
+
+/// One finished call.
+pub(crate) fn call_finished(final_state: &str, ended_by: &'static str, seconds: f64) {
+    metrics::counter!(CALLS, "final_state" => final_state.to_string(), "ended_by" => ended_by)
+        .increment(1);
+    if seconds.is_finite() && seconds >= 0.0 {
+        metrics::histogram!(CALL_SECONDS).record(seconds);
+    }
+}
+
+/// One measured turn: each milestone's time from the turn's anchor (the
+/// caller stopping, else the transcript).
+pub(crate) fn turn_measured(t: &crate::latency::TurnLatency) {
+    let milestones = [
+        ("stt_final", t.stt_final_ms),
+        ("llm_first_token", t.llm_first_token_ms),
+        ("tts_first_audio", t.tts_first_audio_ms),
+        ("first_outbound", t.first_outbound_ms),
+        ("first_heard", t.first_heard_ms),
+    ];
+    for (name, ms) in milestones {
+        // A transcript can beat the VAD's decision (a negative offset):
+        // it made the caller wait no time at all.
+        if let Some(ms) = ms.filter(|ms| ms.is_finite()) {
+            metrics::histogram!(TURN_SECONDS, "milestone" => name).record(ms.max(0.0) / 1000.0);
+        }
+    }
+}
