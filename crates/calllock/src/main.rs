@@ -104,6 +104,14 @@ enum Command {
         #[arg(long)]
         allow_unsigned: bool,
     },
+    /// Ask a running `calllock serve` whether it is healthy (GET /health):
+    /// prints its answer; exit status 1 unless it answers 200 within 3 s
+    /// (503 `draining` while it shuts down). For container health checks.
+    Health {
+        /// The server (default: http://127.0.0.1:<$PORT, else serve.port>).
+        #[arg(long, value_name = "URL")]
+        url: Option<String>,
+    },
     /// Call a `calllock serve` as Twilio would: the /twiml webhook, then the
     /// media stream (20 ms audio, marks echoed as audio plays, `clear`
     /// honoured). Type as the caller; agent words print as they play;
@@ -393,6 +401,10 @@ async fn run(cli: Cli) -> Result<()> {
             }
         }
         Command::Voice { caller_id } => calllock::console::voice(&cfg, caller_id).await,
+        Command::Health { url } => {
+            let url = url.unwrap_or_else(|| format!("http://127.0.0.1:{}", cfg.serve.port));
+            calllock::ops::health(&url).await
+        }
         Command::Transcribe { file, json } => calllock::transcribe::run(&cfg, &file, json).await,
         Command::Serve {
             port,

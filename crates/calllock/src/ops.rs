@@ -303,6 +303,27 @@ fn local_speech_check(cfg: &Config) -> Check {
 
 /// `calllock doctor`: config, database, each configured vendor; plain
 /// words about what is missing. Returns whether everything is healthy.
+/// `calllock health`: ask a running server's `/health` (a container's
+/// health check, a deploy script). Prints its answer; an error (exit 1)
+/// unless it says 200 within 3 s.
+pub async fn health(url: &str) -> Result<()> {
+    let url = format!("{}/health", url.trim_end_matches('/'));
+    let client = reqwest::Client::builder()
+        .timeout(Duration::from_secs(3))
+        .build()?;
+    let r = match client.get(&url).send().await {
+        Ok(r) => r,
+        Err(e) => bail!("{url}: no answer ({e})"),
+    };
+    let status = r.status();
+    let body = r.text().await.unwrap_or_default();
+    if !status.is_success() {
+        bail!("{url} answered {status}: {}", body.trim());
+    }
+    println!("{}", body.trim());
+    Ok(())
+}
+
 pub async fn doctor(cfg: &Config, config_source: &str) -> bool {
     let mut checks = vec![Check {
         ok: true,

@@ -377,6 +377,13 @@ fn dial_drives_a_replay_script_against_a_live_server() {
         log.into(),
         &[("CALLLOCK_LOG_FORMAT", "json"), ("CALLLOCK_LOG", "info")],
     );
+    // The container health check's command.
+    let health = std::process::Command::new(env!("CARGO_BIN_EXE_calllock"))
+        .args(["health", "--url", &url])
+        .output()
+        .unwrap();
+    assert!(health.status.success(), "{health:?}");
+    assert_eq!(String::from_utf8_lossy(&health.stdout).trim(), "ok");
     let dial = std::process::Command::new(env!("CARGO_BIN_EXE_calllock"))
         // The offline speech codec, which the phones here speak.
         .env("CALLLOCK_LOCAL_SPEECH", "off")
