@@ -3,6 +3,7 @@
 //! time), replay scripts, demo callers, post-call records and terminal
 //! output. The `calllock` binary is a thin CLI over this library.
 
+pub mod api;
 pub mod config;
 pub mod console;
 pub mod delivery;

@@ -31,6 +31,7 @@
 //! database.
 
 mod backend;
+mod call_search;
 mod dialect;
 mod events;
 mod ids;
@@ -47,6 +48,7 @@ pub mod testing;
 pub use backend::{
     Clock, EmbeddedBackend, DEFAULT_SLOT_CAPACITY, MAX_AHEAD_DAYS, SEARCH_DAYS, VISIT_MINUTES,
 };
+pub use call_search::{CallPage, CallQuery, Cursor, MAX_PAGE};
 pub use events::{CallStatus, StoredEvent};
 pub use outbox::{NewOutboxItem, OutboxItem, OutboxKind, OutboxStatus};
 pub use records::{Appointment, CallRecord, CallSummary, Callback, Customer, SalesLead};

@@ -122,7 +122,8 @@ pub(crate) const APPOINTMENT_COLS: &str = "uid, phone, customer_name, start_at, 
 pub(crate) const CALLBACK_COLS: &str = "id, phone, call_id, callback_type, reason, customer_name, \
      urgency, status, promised_by, created_at, due_by";
 const LEAD_COLS: &str = "id, phone, call_id, reason, created_at";
-const SUMMARY_COLS: &str = "call_id, phone, started_at, ended_at, final_state, end_call_reason, \
+pub(crate) const SUMMARY_COLS: &str =
+    "call_id, phone, started_at, ended_at, final_state, end_call_reason, \
      booking_status, urgency, priority_color, revenue_tier, customer_name, problem, status";
 
 fn time_col(row: &AnyRow, col: &'static str) -> Result<DateTime<Utc>, StoreError> {
@@ -185,7 +186,7 @@ fn lead_from(row: &AnyRow) -> Result<SalesLead, StoreError> {
     })
 }
 
-fn summary_from(row: &AnyRow) -> Result<CallSummary, StoreError> {
+pub(crate) fn summary_from(row: &AnyRow) -> Result<CallSummary, StoreError> {
     let ended: Option<String> = row.try_get("ended_at")?;
     Ok(CallSummary {
         call_id: row.try_get("call_id")?,

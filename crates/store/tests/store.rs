@@ -153,3 +153,88 @@ both! {
         assert_eq!(recent[0]["outcome"], "completed");
     }
 }
+
+both! {
+    #[tokio::test]
+    async fn search_calls_filters_and_pages_by_cursor(fx) {
+        use store::{CallQuery, CallStatus, Cursor};
+        let s = fx.store().await;
+        // 7 calls, a minute apart; two share a start second.
+        for i in 0..6 {
+            let mut r = record(&format!("CA_{i}"), i);
+            if i % 2 == 1 {
+                r.final_state = "callback".into();
+                r.priority_color = "red".into();
+                r.phone = "+15125550199".into();
+            }
+            s.save_call(&r).await.unwrap();
+        }
+        s.save_call(&record("CA_5b", 5)).await.unwrap();
+        let ids = |p: &store::CallPage| p.calls.iter().map(|c| c.call_id.clone()).collect::<Vec<_>>();
+
+        let all = s.search_calls(&CallQuery { limit: 50, ..Default::default() }).await.unwrap();
+        assert_eq!(ids(&all), ["CA_5", "CA_5b", "CA_4", "CA_3", "CA_2", "CA_1", "CA_0"]);
+        assert_eq!(all.next, None, "a short page is the last");
+
+        // Pages of 3, by cursor: the same calls, once each, in order.
+        let mut seen = Vec::new();
+        let mut q = CallQuery { limit: 3, ..Default::default() };
+        loop {
+            let page = s.search_calls(&q).await.unwrap();
+            seen.extend(ids(&page));
+            match page.next {
+                Some(c) => q.after = Some(Cursor::decode(&c.encode()).unwrap()),
+                None => break,
+            }
+        }
+        assert_eq!(seen, ids(&all));
+
+        let q = |f: fn(&mut CallQuery)| {
+            let mut q = CallQuery { limit: 50, ..Default::default() };
+            f(&mut q);
+            q
+        };
+        let red = s.search_calls(&q(|q| q.priority = Some("red".into()))).await.unwrap();
+        assert_eq!(ids(&red), ["CA_5", "CA_3", "CA_1"]);
+        let cb = s.search_calls(&q(|q| q.final_state = Some("callback".into()))).await.unwrap();
+        assert_eq!(ids(&cb), ids(&red));
+        // The caller's digits, however they are written.
+        let by_phone = s.search_calls(&q(|q| q.caller = Some("(512) 555-0199".into()))).await.unwrap();
+        assert_eq!(ids(&by_phone), ids(&red));
+        let by_tail = s.search_calls(&q(|q| q.caller = Some("0100".into()))).await.unwrap();
+        assert_eq!(ids(&by_tail), ["CA_5b", "CA_4", "CA_2", "CA_0"]);
+        // A time window: [start of minute 2, start of minute 4).
+        let t0 = record("x", 0).started_at.timestamp();
+        let window = s
+            .search_calls(&q(|q| {
+                q.since = Some(record("x", 2).started_at.timestamp());
+                q.until = Some(record("x", 4).started_at.timestamp());
+            }))
+            .await
+            .unwrap();
+        assert_eq!(ids(&window), ["CA_3", "CA_2"], "t0 {t0}");
+        let done = s.search_calls(&q(|q| q.status = Some(CallStatus::Completed))).await.unwrap();
+        assert_eq!(done.calls.len(), 7);
+        let live = s.search_calls(&q(|q| q.status = Some(CallStatus::Active))).await.unwrap();
+        assert!(live.calls.is_empty());
+        // Nothing matches: an empty page, no cursor.
+        let none = s.search_calls(&q(|q| q.final_state = Some("nope".into()))).await.unwrap();
+        assert!(none.calls.is_empty() && none.next.is_none());
+        // The limit is clamped to 1..=500.
+        let one = s.search_calls(&CallQuery { limit: 0, ..Default::default() }).await.unwrap();
+        assert_eq!(one.calls.len(), 1);
+    }
+}
+
+#[test]
+fn cursors_round_trip_and_garbage_is_not_a_cursor() {
+    use store::Cursor;
+    let c = Cursor {
+        started_unix: 1_771_862_400,
+        call_id: "CA_x_y".into(),
+    };
+    assert_eq!(Cursor::decode(&c.encode()), Some(c));
+    for bad in ["", "_", "12", "12_", "x_CA", "1.5_CA"] {
+        assert_eq!(Cursor::decode(bad), None, "{bad:?}");
+    }
+}

@@ -315,6 +315,7 @@ impl Config {
                 ("dashboard", "webhook_secret"),
                 ("twilio", "auth_token"),
                 ("serve", "metrics_token"),
+                ("serve", "api_token"),
                 ("deepgram", "api_key"),
                 ("inworld", "api_key"),
             ] {
@@ -725,7 +726,8 @@ poll_s = 2.0
 lease_s = 120.0
 
 # `calllock serve`: Twilio calls this server. Env: PORT, CALLLOCK_PUBLIC_URL
-# (or FLY_APP_NAME), CALLLOCK_MAX_CALLS, CALLLOCK_METRICS_TOKEN.
+# (or FLY_APP_NAME), CALLLOCK_MAX_CALLS, CALLLOCK_METRICS_TOKEN,
+# CALLLOCK_API_TOKEN.
 [serve]
 port = 8765
 bind = "127.0.0.1"           # "0.0.0.0" needs twilio.auth_token (or --allow-unsigned)
@@ -736,6 +738,7 @@ shutdown_grace_s = 120.0     # live calls may finish this long after SIGTERM
 output_lead_ms = 100         # agent audio queued at Twilio ahead of playback
 vad = "auto"                 # "model" (real voices), "codec" (calllock dial), auto: by the STT
 metrics_token = ""           # set: GET /metrics needs "Authorization: Bearer <token>"
+api_token = ""               # set: the JSON API (/api/…) answers "Authorization: Bearer <token>"
 
 # Twilio. Env: TWILIO_ACCOUNT_SID, TWILIO_AUTH_TOKEN, CALLLOCK_TWILIO_API_URL.
 [twilio]

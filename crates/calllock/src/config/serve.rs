@@ -40,6 +40,9 @@ pub struct ServeSection {
     /// `/metrics` answers anyone who reaches the server — fine on loopback
     /// or a private network, not on a public address.
     pub metrics_token: String,
+    /// The bearer token the JSON API (`/api/…`) requires (env
+    /// `CALLLOCK_API_TOKEN`). Empty: the API answers nobody.
+    pub api_token: String,
 }
 
 impl Default for ServeSection {
@@ -54,6 +57,7 @@ impl Default for ServeSection {
             output_lead_ms: 100,
             vad: "auto".into(),
             metrics_token: String::new(),
+            api_token: String::new(),
         }
     }
 }
@@ -123,6 +127,9 @@ pub(super) fn apply_env(
     }
     if let Some(v) = get("CALLLOCK_METRICS_TOKEN") {
         serve.metrics_token = v.trim().to_string();
+    }
+    if let Some(v) = get("CALLLOCK_API_TOKEN") {
+        serve.api_token = v.trim().to_string();
     }
     if let Some(v) = get("TWILIO_ACCOUNT_SID") {
         twilio.account_sid = v.trim().to_string();

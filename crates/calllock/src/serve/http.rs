@@ -26,21 +26,13 @@ use std::sync::Arc;
 /// `serve.metrics_token` set, only for `Authorization: Bearer <token>`.
 pub(super) async fn metrics(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
     let token = &app.cfg.serve.metrics_token;
-    if !token.is_empty() {
-        let given = headers
-            .get(axum::http::header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.strip_prefix("Bearer "))
-            .unwrap_or("");
-        let same: bool = subtle::ConstantTimeEq::ct_eq(given.as_bytes(), token.as_bytes()).into();
-        if !same {
-            return (
-                StatusCode::UNAUTHORIZED,
-                [(axum::http::header::WWW_AUTHENTICATE, "Bearer")],
-                "a metrics token is required\n",
-            )
-                .into_response();
-        }
+    if !token.is_empty() && !super::auth::bearer_ok(&headers, token) {
+        return (
+            StatusCode::UNAUTHORIZED,
+            [(axum::http::header::WWW_AUTHENTICATE, "Bearer")],
+            "a metrics token is required\n",
+        )
+            .into_response();
     }
     let body = crate::metrics::render(&app).await;
     (

@@ -14,7 +14,8 @@
 //! rest politely; a second call to it ends them at once. Every call's
 //! record is written either way.
 
-pub mod http;
+pub(crate) mod auth;
+mod http;
 pub mod live;
 pub mod speech;
 pub mod twilio_call;
@@ -153,6 +154,7 @@ impl Server {
         let router = axum::Router::new()
             .route("/health", get(http::health))
             .route("/metrics", get(http::metrics))
+            .merge(crate::api::router())
             .route("/twiml", get(http::twiml).post(http::twiml))
             .route("/ws/twilio", get(http::stream))
             .with_state(app.clone());

@@ -1,0 +1,182 @@
+//! The OpenAPI 3.1 document of the JSON API, served at `/api/openapi.json`.
+//! Its schemas are JSON Schema (2020-12), so a client — or our tests — can
+//! check every answer against them.
+
+use serde_json::{json, Value};
+
+/// A nullable type (OpenAPI 3.1 spells it as a type list).
+fn or_null(t: &str) -> Value {
+    json!({ "type": [t, "null"] })
+}
+
+fn text() -> Value {
+    json!({ "type": "string" })
+}
+
+/// The document.
+pub fn document() -> Value {
+    let error_response = |what: &str| {
+        json!({
+            "description": what,
+            "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}
+        })
+    };
+    let ok = |what: &str, schema: &str| {
+        json!({
+            "description": what,
+            "content": {"application/json": {"schema": {"$ref": format!("#/components/schemas/{schema}")}}}
+        })
+    };
+    let query = |name: &str, what: &str, schema: Value| json!({"name": name, "in": "query", "required": false, "description": what, "schema": schema});
+    let id_param = json!({
+        "name": "id", "in": "path", "required": true,
+        "description": "The call id (Twilio's CallSid).", "schema": text()
+    });
+    let errors = |extra: &[(&str, &str)]| {
+        let mut m = serde_json::Map::new();
+        m.insert("401".into(), error_response("No valid API token."));
+        m.insert("503".into(), error_response("The database is unavailable."));
+        for (code, what) in extra {
+            m.insert((*code).into(), error_response(what));
+        }
+        m
+    };
+    let with = |mut m: serde_json::Map<String, Value>, code: &str, v: Value| {
+        m.insert(code.into(), v);
+        Value::Object(m)
+    };
+    let summary = json!({
+        "type": "object",
+        "required": ["call_id", "phone", "started_at", "ended_at", "duration_s", "status", "final_state", "end_call_reason", "booking_status", "urgency", "priority", "revenue_tier", "customer_name", "problem"],
+        "additionalProperties": false,
+        "properties": {
+            "call_id": text(),
+            "phone": text(),
+            "started_at": {"type": "string", "format": "date-time"},
+            "ended_at": {"type": ["string", "null"], "format": "date-time"},
+            "duration_s": {"type": ["number", "null"], "minimum": 0},
+            "status": {"type": "string", "enum": ["live", "completed", "interrupted"]},
+            "final_state": text(),
+            "end_call_reason": text(),
+            "booking_status": text(),
+            "urgency": text(),
+            "priority": text(),
+            "revenue_tier": text(),
+            "customer_name": text(),
+            "problem": text(),
+        }
+    });
+    // A call in full: the summary's fields, then its record and transcript.
+    let mut detail = summary.clone();
+    detail["properties"]["record"] =
+        json!({"description": "The post-call record (null until the call has ended)."});
+    detail["properties"]["transcript"] = json!({"type": "array", "items": {"type": "object"}});
+    for field in ["record", "transcript"] {
+        if let Some(r) = detail["required"].as_array_mut() {
+            r.push(json!(field));
+        }
+    }
+    json!({
+        "openapi": "3.1.0",
+        "info": {
+            "title": "CallLock operator API",
+            "version": env!("CARGO_PKG_VERSION"),
+            "description": "The calls a CallLock server answered, their records and event logs, and the deliveries waiting in its outbox. Every route needs `Authorization: Bearer <serve.api_token>`."
+        },
+        "security": [{"bearer": []}],
+        "paths": {
+            "/api/calls": {"get": {
+                "operationId": "listCalls",
+                "summary": "Calls, newest first, a page at a time.",
+                "parameters": [
+                    query("final_state", "Only calls that ended in this state (confirm, callback, safety_exit, …).", text()),
+                    query("priority", "Only calls of this priority colour (red, green, blue, gray).", text()),
+                    query("caller", "Only calls from numbers containing these digits.", text()),
+                    query("since", "Only calls started at or after this Unix time (seconds).", json!({"type": "integer"})),
+                    query("until", "Only calls started before this Unix time (seconds).", json!({"type": "integer"})),
+                    query("status", "Only live, completed or interrupted calls.", json!({"type": "string", "enum": ["live", "completed", "interrupted"]})),
+                    query("cursor", "The `next` of the previous page.", text()),
+                    query("limit", "Calls per page (default 50).", json!({"type": "integer", "minimum": 1, "maximum": store::MAX_PAGE})),
+                ],
+                "responses": with(errors(&[("400", "A parameter is wrong (the message names it).")]), "200", ok("A page of calls.", "CallPage")),
+            }},
+            "/api/calls/{id}": {"get": {
+                "operationId": "getCall",
+                "summary": "One call: its summary, post-call record and transcript.",
+                "parameters": [id_param.clone()],
+                "responses": with(errors(&[("400", "Unknown parameters."), ("404", "No such call.")]), "200", ok("The call.", "CallDetail")),
+            }},
+            "/api/calls/{id}/events": {"get": {
+                "operationId": "getCallEvents",
+                "summary": "One call's event log, in order (a live call's so far).",
+                "parameters": [id_param],
+                "responses": with(errors(&[("400", "Unknown parameters."), ("404", "No such call.")]), "200", ok("The events.", "EventLog")),
+            }},
+            "/api/outbox": {"get": {
+                "operationId": "listOutbox",
+                "summary": "Deliveries waiting (dashboard records, alerts, callbacks), oldest first.",
+                "responses": with(errors(&[("400", "Unknown parameters.")]), "200", ok("What waits.", "Outbox")),
+            }},
+            "/api/openapi.json": {"get": {
+                "operationId": "openapi",
+                "summary": "This document.",
+                "responses": with(errors(&[]), "200", json!({"description": "The OpenAPI document.", "content": {"application/json": {"schema": {"type": "object"}}}})),
+            }},
+        },
+        "components": {
+            "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
+            "schemas": {
+                "Error": {
+                    "type": "object", "required": ["error"], "additionalProperties": false,
+                    "properties": {"error": text()}
+                },
+                "CallSummary": summary,
+                "CallPage": {
+                    "type": "object", "required": ["calls", "next"], "additionalProperties": false,
+                    "properties": {
+                        "calls": {"type": "array", "items": {"$ref": "#/components/schemas/CallSummary"}},
+                        "next": or_null("string"),
+                    }
+                },
+                "CallDetail": detail,
+                "Event": {
+                    "type": "object", "required": ["seq", "at", "kind", "data"], "additionalProperties": false,
+                    "properties": {
+                        "seq": {"type": "integer"},
+                        "at": {"type": "number", "description": "Unix seconds."},
+                        "kind": text(),
+                        "data": {},
+                    }
+                },
+                "EventLog": {
+                    "type": "object", "required": ["call_id", "events"], "additionalProperties": false,
+                    "properties": {
+                        "call_id": text(),
+                        "events": {"type": "array", "items": {"$ref": "#/components/schemas/Event"}},
+                    }
+                },
+                "OutboxItem": {
+                    "type": "object",
+                    "required": ["id", "call_id", "seq", "kind", "target_url", "attempts", "next_attempt_at", "last_error", "created_at", "leased_until"],
+                    "additionalProperties": false,
+                    "properties": {
+                        "id": text(),
+                        "call_id": text(),
+                        "seq": {"type": "integer"},
+                        "kind": text(),
+                        "target_url": text(),
+                        "attempts": {"type": "integer", "minimum": 0},
+                        "next_attempt_at": {"type": "number", "description": "Unix seconds."},
+                        "last_error": text(),
+                        "created_at": {"type": "number", "description": "Unix seconds."},
+                        "leased_until": or_null("number"),
+                    }
+                },
+                "Outbox": {
+                    "type": "object", "required": ["items"], "additionalProperties": false,
+                    "properties": {"items": {"type": "array", "items": {"$ref": "#/components/schemas/OutboxItem"}}}
+                },
+            }
+        }
+    })
+}
