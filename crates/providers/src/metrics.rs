@@ -10,8 +10,8 @@ pub const STT_RECONNECTS: &str = "calllock_stt_reconnects_total";
 pub const STT_NOT_HEARD: &str = "calllock_stt_not_heard_total";
 /// Counter: Deepgram became unusable for a call.
 pub const STT_LOST: &str = "calllock_stt_lost_total";
-/// Counter, label `voice` (`fallback` | `last_resort`): a line was said by
-/// a voice other than the primary.
+/// Counter, label `voice` (`fallback` | `last_resort`): a line was handed
+/// to a voice other than the primary (one the fallback fails counts twice).
 pub const TTS_FALLBACKS: &str = "calllock_tts_fallbacks_total";
 /// Counter, label `kind` (`reply` | `scoped` | `extract` | `classify`):
 /// the LLM was slow or failed and the offline responder answered.

@@ -106,12 +106,6 @@ impl VoiceBreaker {
         self.probing.store(false, Ordering::Release);
     }
 
-    /// Whether the breaker is open now: lines skip the primary.
-    pub fn is_open(&self) -> bool {
-        let now = self.now();
-        self.lock().state(now) == BreakerState::Open
-    }
-
     /// Consecutive failures of the primary (for health output and tests).
     pub fn consecutive_failures(&self) -> u32 {
         self.lock().consecutive_failures()

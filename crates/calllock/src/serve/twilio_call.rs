@@ -55,7 +55,9 @@ pub(super) async fn run(app: Arc<App>, socket: WebSocket, slot: super::live::Cal
         let _ = writer.await;
         return;
     };
-    let span = tracing::info_span!("call", call_id = %start.call_sid);
+    // At `error` level so the span exists under any filter that shows a
+    // line at all (the default is `warn`).
+    let span = tracing::error_span!("call", call_id = %start.call_sid);
     let call = Call::new(app, start, out_tx);
     // Every line of the call (and of the tasks it starts) names it.
     tracing::Instrument::instrument(call.run(ws_rx, reader), span).await;
@@ -255,6 +257,7 @@ impl Call {
                             let frame = Frame::input_audio(Audio::mulaw(ulaw, 8000));
                             if input.try_send(frame).is_err() {
                                 dropped += 1;
+                                metrics::counter!(crate::metrics::CALLER_FRAMES_DROPPED).increment(1);
                             }
                         }
                         Step::Continue => {}
@@ -271,7 +274,6 @@ impl Call {
             }
         };
         if dropped > 0 {
-            metrics::counter!(crate::metrics::CALLER_FRAMES_DROPPED).increment(dropped);
             tracing::warn!(
                 call_id = self.call_id,
                 dropped,

@@ -136,10 +136,7 @@ impl AudioSink for TwilioSink {
 
     fn clear(&mut self) {
         self.send(clear_message(&self.stream_sid));
-        // Audio was still playing at the phone: the agent was cut off.
-        if ledger(&self.ledger).clear().is_some() {
-            metrics::counter!(crate::metrics::BARGE_INS).increment(1);
-        }
+        ledger(&self.ledger).clear();
     }
 
     fn utterance_end(&mut self, id: UtteranceId) {

@@ -77,7 +77,6 @@ impl VoiceJournal {
 
     /// One measured turn, written at `at` (a `latency` event).
     pub(super) fn latency(&self, at: f64, t: &crate::latency::TurnLatency) {
-        crate::metrics::turn_measured(t);
         let data = serde_json::to_value(t).unwrap_or(Value::Null);
         self.journal.record(at, "latency", data);
     }

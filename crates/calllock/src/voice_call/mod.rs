@@ -215,6 +215,8 @@ impl ConversationStage {
     fn turn_measured(&mut self, t: Option<TurnLatency>) {
         if let Some(t) = t {
             let now = self.now();
+            // The metrics count every turn, journal or not.
+            crate::metrics::turn_measured(&t);
             if let Some(j) = &self.journal {
                 j.latency(now, &t);
             }

@@ -81,6 +81,8 @@ impl TurnStage {
             self.interrupted = true;
             let epoch = ctx.interrupt();
             tracing::debug!(epoch, "barge-in");
+            // calllock::metrics::BARGE_INS (the catalogue describes it).
+            metrics::counter!("calllock_barge_ins_total").increment(1);
         }
     }
 }
