@@ -245,20 +245,42 @@ async fn calls(
     })))
 }
 
+/// The call a `/api/calls/{id}…` route names, after the token and the
+/// (no) parameters are checked; a JSON 404 when there is none.
+async fn named_call(
+    app: &App,
+    headers: &HeaderMap,
+    id: Result<Path<String>, PathRejection>,
+    params: Result<Query<HashMap<String, String>>, QueryRejection>,
+) -> Result<CallSummary, ApiError> {
+    authorized(app, headers)?;
+    let id = path_of(id)?;
+    only(&query_of(params)?, &[])?;
+    match app
+        .vendors
+        .store
+        .call_summary(&id)
+        .await
+        .map_err(store_failed)?
+    {
+        Some(summary) => Ok(summary),
+        None => Err(ApiError(StatusCode::NOT_FOUND, format!("no call {id:?}"))),
+    }
+}
+
 async fn call(
     State(app): State<Arc<App>>,
     headers: HeaderMap,
     id: Result<Path<String>, PathRejection>,
     params: Result<Query<HashMap<String, String>>, QueryRejection>,
 ) -> Result<axum::Json<Value>, ApiError> {
-    authorized(&app, &headers)?;
-    let id = path_of(id)?;
-    only(&query_of(params)?, &[])?;
-    let store = &app.vendors.store;
-    let Some(summary) = store.call_summary(&id).await.map_err(store_failed)? else {
-        return Err(ApiError(StatusCode::NOT_FOUND, format!("no call {id:?}")));
-    };
-    let full = store.get_call(&id).await.map_err(store_failed)?;
+    let summary = named_call(&app, &headers, id, params).await?;
+    let full = app
+        .vendors
+        .store
+        .get_call(&summary.call_id)
+        .await
+        .map_err(store_failed)?;
     let mut v = summary_json(&summary, summary.status == CallStatus::Active);
     let (record, transcript) = match full {
         Some(r) => (r.record, r.transcript),
@@ -275,26 +297,19 @@ async fn events(
     id: Result<Path<String>, PathRejection>,
     params: Result<Query<HashMap<String, String>>, QueryRejection>,
 ) -> Result<axum::Json<Value>, ApiError> {
-    authorized(&app, &headers)?;
-    let id = path_of(id)?;
-    only(&query_of(params)?, &[])?;
-    let store = &app.vendors.store;
-    if store
-        .call_summary(&id)
-        .await
-        .map_err(store_failed)?
-        .is_none()
-    {
-        return Err(ApiError(StatusCode::NOT_FOUND, format!("no call {id:?}")));
-    }
-    let events: Vec<Value> = store
-        .events(&id)
+    let summary = named_call(&app, &headers, id, params).await?;
+    let events: Vec<Value> = app
+        .vendors
+        .store
+        .events(&summary.call_id)
         .await
         .map_err(store_failed)?
         .into_iter()
         .map(|e| json!({"seq": e.seq, "at": e.at_unix, "kind": e.kind, "data": e.data}))
         .collect();
-    Ok(axum::Json(json!({ "call_id": id, "events": events })))
+    Ok(axum::Json(
+        json!({ "call_id": summary.call_id, "events": events }),
+    ))
 }
 
 async fn outbox(
