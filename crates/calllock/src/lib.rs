@@ -18,6 +18,7 @@ pub mod latency;
 pub mod local_speech;
 pub mod logging;
 pub mod metrics;
+pub mod operator;
 pub mod ops;
 pub mod record;
 pub mod script;

@@ -240,6 +240,11 @@ enum Command {
         #[arg(long, default_value_t = 100)]
         limit: i64,
     },
+    /// The operator's sign-in to the dashboard and API of `serve`.
+    Operator {
+        #[command(subcommand)]
+        action: OperatorCommand,
+    },
     /// Check the configuration, the database and every configured vendor
     /// (LLM, V2 backend, dashboard) and say what is missing. Exit status 1
     /// when something configured is not working.
@@ -264,6 +269,14 @@ enum Command {
         #[arg(long)]
         example: bool,
     },
+}
+
+#[derive(Subcommand, Debug)]
+enum OperatorCommand {
+    /// Set the operator's password (at least 8 characters): asked twice
+    /// at a terminal, else read from the first line of standard input.
+    /// Only its argon2id hash is kept, in the database.
+    Password,
 }
 
 #[derive(Subcommand, Debug)]
@@ -401,6 +414,12 @@ async fn run(cli: Cli) -> Result<()> {
             }
         }
         Command::Voice { caller_id } => calllock::console::voice(&cfg, caller_id).await,
+        Command::Operator {
+            action: OperatorCommand::Password,
+        } => {
+            let store = calllock::wiring::open_store(&cfg).await?;
+            calllock::ops::set_operator_password(&store).await
+        }
         Command::Health { url } => {
             let url = url.unwrap_or_else(|| format!("http://127.0.0.1:{}", cfg.serve.port));
             calllock::ops::health(&url).await

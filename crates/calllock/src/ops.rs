@@ -303,6 +303,31 @@ fn local_speech_check(cfg: &Config) -> Check {
 
 /// `calllock doctor`: config, database, each configured vendor; plain
 /// words about what is missing. Returns whether everything is healthy.
+/// `calllock operator password`: ask for the password (twice, unechoed,
+/// at a terminal; else the first line of standard input) and keep its
+/// argon2id hash in `store`.
+pub async fn set_operator_password(store: &store::Store) -> Result<()> {
+    use std::io::{BufRead, IsTerminal};
+    let password = if std::io::stdin().is_terminal() {
+        let first = rpassword::prompt_password("New operator password: ")?;
+        let again = rpassword::prompt_password("Again: ")?;
+        if first != again {
+            bail!("the two passwords differ; nothing was changed");
+        }
+        first
+    } else {
+        let mut line = String::new();
+        std::io::stdin().lock().read_line(&mut line)?;
+        line.trim_end_matches(['\r', '\n']).to_string()
+    };
+    let hash =
+        tokio::task::spawn_blocking(move || crate::operator::hash_password(&password)).await??;
+    let now = chrono::Utc::now().timestamp_millis() as f64 / 1000.0;
+    store.set_operator_password_hash(&hash, now).await?;
+    println!("operator password set (argon2id hash in the database); sign in at /login");
+    Ok(())
+}
+
 /// `calllock health`: ask a running server's `/health` (a container's
 /// health check, a deploy script). Prints its answer; an error (exit 1)
 /// unless it says 200 within 3 s.

@@ -36,6 +36,7 @@ mod dialect;
 mod events;
 mod ids;
 mod instances;
+mod operator;
 mod outbox;
 mod records;
 mod seed;

@@ -434,6 +434,19 @@ impl Store {
         Ok((u64::try_from(n).unwrap_or(0), oldest))
     }
 
+    /// Make a pending item due now (the operator's "retry now"); false
+    /// when there is no such pending item.
+    pub async fn outbox_retry_now(&self, id: &str, now_unix: f64) -> Result<bool, StoreError> {
+        let done = sqlx::query(
+            "UPDATE outbox SET next_attempt_unix = $2 WHERE id = $1 AND status = 'pending'",
+        )
+        .bind(id)
+        .bind(now_unix)
+        .execute(self.pool())
+        .await?;
+        Ok(done.rows_affected() == 1)
+    }
+
     /// The newest `limit` items, whatever their status (for a listing).
     pub async fn outbox_all(&self, limit: u32) -> Result<Vec<OutboxItem>, StoreError> {
         let sql = format!(

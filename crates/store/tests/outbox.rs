@@ -294,3 +294,28 @@ both! {
         s2.close().await;
     }
 }
+
+both! {
+    #[tokio::test]
+    async fn retry_now_makes_a_pending_item_due(fx) {
+        let s = fx.store().await;
+        let id = s.outbox_enqueue(&item("CA1", OutboxKind::Job, 1), NOW).await.unwrap();
+        assert_eq!(s.outbox_claim_due("w", NOW, 30.0, 5).await.unwrap().len(), 1);
+        assert!(s.outbox_mark_failed(&id, "w", "HTTP 503", NOW + 600.0).await.unwrap());
+        assert!(s.outbox_claim_due("w", NOW + 1.0, 30.0, 5).await.unwrap().is_empty());
+        assert!(s.outbox_retry_now(&id, NOW + 1.0).await.unwrap());
+        assert_eq!(s.outbox_claim_due("w", NOW + 1.0, 30.0, 5).await.unwrap().len(), 1);
+        assert!(!s.outbox_retry_now("ob_nope", NOW).await.unwrap());
+    }
+}
+
+both! {
+    #[tokio::test]
+    async fn the_operator_password_hash_is_kept_and_replaced(fx) {
+        let s = fx.store().await;
+        assert_eq!(s.operator_password_hash().await.unwrap(), None);
+        s.set_operator_password_hash("$argon2id$v=19$one", NOW).await.unwrap();
+        s.set_operator_password_hash("$argon2id$v=19$two", NOW + 1.0).await.unwrap();
+        assert_eq!(s.operator_password_hash().await.unwrap().as_deref(), Some("$argon2id$v=19$two"));
+    }
+}

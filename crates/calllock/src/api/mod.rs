@@ -6,12 +6,16 @@
 //! | `GET /api/calls/{id}` | one call: its summary, record and transcript |
 //! | `GET /api/calls/{id}/events` | one call's event log (live calls too) |
 //! | `GET /api/outbox` | deliveries waiting, why, and when they are retried |
+//! | `POST /api/outbox/{id}/retry` | retry a waiting delivery now |
+//! | `GET /api/session` | the signed-in operator's session (its CSRF token) |
 //! | `GET /api/openapi.json` | the OpenAPI 3.1 document of all of this |
 //!
-//! Every route needs `Authorization: Bearer <serve.api_token>`; with no
-//! token configured the API answers nobody. Errors are JSON, `{"error":
-//! "…"}`, with 400 (a bad parameter, named), 401 or 404; a store failure is
-//! a 503 that says so. Shapes are those of [`openapi::document`].
+//! Every route needs the signed-in operator's session cookie (see
+//! [`crate::operator`]) or `Authorization: Bearer <serve.api_token>`. A
+//! change (`POST`) made with the cookie must carry the session's CSRF token
+//! in `X-CSRF-Token`. Errors are JSON, `{"error": "…"}`, with 400 (a bad
+//! parameter, named), 401, 403 (no CSRF token) or 404; a store failure is a
+//! 503 that says so. Shapes are those of [`openapi::document`].
 
 pub mod openapi;
 
@@ -36,6 +40,8 @@ pub(crate) fn router() -> axum::Router<Arc<App>> {
         .route("/api/calls/{id}", get(call))
         .route("/api/calls/{id}/events", get(events))
         .route("/api/outbox", get(outbox))
+        .route("/api/outbox/{id}/retry", axum::routing::post(retry))
+        .route("/api/session", get(session))
         .route("/api/openapi.json", get(openapi))
         .route("/api/{*rest}", axum::routing::any(no_route))
 }
@@ -83,22 +89,40 @@ fn store_failed(e: store::StoreError) -> ApiError {
     )
 }
 
-/// The bearer token, or why not.
-fn authorized(app: &App, headers: &HeaderMap) -> Result<(), ApiError> {
-    let token = &app.cfg.serve.api_token;
-    if token.is_empty() {
-        return Err(ApiError(
-            StatusCode::UNAUTHORIZED,
-            "the API is off: set serve.api_token (CALLLOCK_API_TOKEN)".into(),
-        ));
+/// Who is asking.
+enum Caller {
+    /// The API token.
+    Token,
+    /// The signed-in operator (a session cookie).
+    Session(crate::operator::Session),
+}
+
+/// The API token or a session, or why not.
+fn authorized(app: &App, headers: &HeaderMap) -> Result<Caller, ApiError> {
+    if crate::serve::auth::bearer_ok(headers, &app.cfg.serve.api_token) {
+        return Ok(Caller::Token);
     }
-    if !crate::serve::auth::bearer_ok(headers, token) {
-        return Err(ApiError(
-            StatusCode::UNAUTHORIZED,
-            "an API token is required (Authorization: Bearer <token>)".into(),
-        ));
+    if let Some((_, s)) = crate::serve::signin::session_of(app, headers) {
+        return Ok(Caller::Session(s));
     }
-    Ok(())
+    Err(ApiError(
+        StatusCode::UNAUTHORIZED,
+        "sign in (/login) or send an API token (Authorization: Bearer <serve.api_token>)".into(),
+    ))
+}
+
+/// [`authorized`] for a change: a session must also carry its CSRF token.
+fn authorized_change(app: &App, headers: &HeaderMap) -> Result<Caller, ApiError> {
+    let who = authorized(app, headers)?;
+    if let Caller::Session(s) = &who {
+        if !crate::serve::signin::csrf_ok(headers, &s.csrf) {
+            return Err(ApiError(
+                StatusCode::FORBIDDEN,
+                "a change needs the session's CSRF token (X-CSRF-Token; see /api/session)".into(),
+            ));
+        }
+    }
+    Ok(who)
 }
 
 /// The query parameters, or a JSON 400 saying why they cannot be read
@@ -342,6 +366,47 @@ async fn outbox(
         })
         .collect();
     Ok(axum::Json(json!({ "items": items })))
+}
+
+async fn retry(
+    State(app): State<Arc<App>>,
+    headers: HeaderMap,
+    id: Result<Path<String>, PathRejection>,
+) -> Result<axum::Json<Value>, ApiError> {
+    authorized_change(&app, &headers)?;
+    let id = path_of(id)?;
+    let now = chrono::Utc::now().timestamp_millis() as f64 / 1000.0;
+    let due = app
+        .vendors
+        .store
+        .outbox_retry_now(&id, now)
+        .await
+        .map_err(store_failed)?;
+    if !due {
+        return Err(ApiError(
+            StatusCode::NOT_FOUND,
+            format!("no waiting delivery {id:?}"),
+        ));
+    }
+    tracing::info!(id, "an outbox delivery is retried now (operator)");
+    Ok(axum::Json(json!({ "id": id, "next_attempt_at": now })))
+}
+
+async fn session(
+    State(app): State<Arc<App>>,
+    headers: HeaderMap,
+) -> Result<axum::Json<Value>, ApiError> {
+    match authorized(&app, &headers)? {
+        Caller::Session(s) => Ok(axum::Json(json!({
+            "signed_in": true,
+            "csrf": s.csrf,
+            "expires_in_s": s.expires.saturating_duration_since(std::time::Instant::now()).as_secs(),
+        }))),
+        Caller::Token => Err(ApiError(
+            StatusCode::NOT_FOUND,
+            "an API token has no session".into(),
+        )),
+    }
 }
 
 async fn openapi(

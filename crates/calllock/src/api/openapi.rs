@@ -83,7 +83,7 @@ pub fn document() -> Value {
             "version": env!("CARGO_PKG_VERSION"),
             "description": "The calls a CallLock server answered, their records and event logs, and the deliveries waiting in its outbox. Every route needs `Authorization: Bearer <serve.api_token>`."
         },
-        "security": [{"bearer": []}],
+        "security": [{"bearer": []}, {"session": []}],
         "paths": {
             "/api/calls": {"get": {
                 "operationId": "listCalls",
@@ -117,6 +117,17 @@ pub fn document() -> Value {
                 "summary": "Deliveries waiting (dashboard records, alerts, callbacks), oldest first.",
                 "responses": with(errors(&[("400", "Unknown parameters.")]), "200", ok("What waits.", "Outbox")),
             }},
+            "/api/outbox/{id}/retry": {"post": {
+                "operationId": "retryOutboxItem",
+                "summary": "Make a waiting delivery due now (the outbox worker sends it within seconds). With a session cookie, send the session's `X-CSRF-Token`.",
+                "parameters": [{"name": "id", "in": "path", "required": true, "description": "The outbox item id.", "schema": text()}],
+                "responses": with(errors(&[("400", "The id cannot be read."), ("403", "No CSRF token with a session cookie."), ("404", "No such waiting delivery.")]), "200", ok("Due now.", "Retried")),
+            }},
+            "/api/session": {"get": {
+                "operationId": "getSession",
+                "summary": "The signed-in operator's session: its CSRF token for changes.",
+                "responses": with(errors(&[("404", "An API token has no session.")]), "200", ok("The session.", "Session")),
+            }},
             "/api/openapi.json": {"get": {
                 "operationId": "openapi",
                 "summary": "This document.",
@@ -124,7 +135,10 @@ pub fn document() -> Value {
             }},
         },
         "components": {
-            "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
+            "securitySchemes": {
+                "bearer": {"type": "http", "scheme": "bearer", "description": "serve.api_token"},
+                "session": {"type": "apiKey", "in": "cookie", "name": crate::operator::COOKIE, "description": "Set by POST /login."}
+            },
             "schemas": {
                 "Error": {
                     "type": "object", "required": ["error"], "additionalProperties": false,
@@ -170,6 +184,18 @@ pub fn document() -> Value {
                         "last_error": text(),
                         "created_at": {"type": "number", "description": "Unix seconds."},
                         "leased_until": or_null("number"),
+                    }
+                },
+                "Retried": {
+                    "type": "object", "required": ["id", "next_attempt_at"], "additionalProperties": false,
+                    "properties": {"id": text(), "next_attempt_at": {"type": "number", "description": "Unix seconds."}}
+                },
+                "Session": {
+                    "type": "object", "required": ["signed_in", "csrf", "expires_in_s"], "additionalProperties": false,
+                    "properties": {
+                        "signed_in": {"type": "boolean"},
+                        "csrf": text(),
+                        "expires_in_s": {"type": "integer", "minimum": 0},
                     }
                 },
                 "Outbox": {

@@ -316,6 +316,7 @@ impl Config {
                 ("twilio", "auth_token"),
                 ("serve", "metrics_token"),
                 ("serve", "api_token"),
+                ("serve", "operator_password_hash"),
                 ("deepgram", "api_key"),
                 ("inworld", "api_key"),
             ] {
@@ -727,7 +728,7 @@ lease_s = 120.0
 
 # `calllock serve`: Twilio calls this server. Env: PORT, CALLLOCK_PUBLIC_URL
 # (or FLY_APP_NAME), CALLLOCK_MAX_CALLS, CALLLOCK_METRICS_TOKEN,
-# CALLLOCK_API_TOKEN.
+# CALLLOCK_API_TOKEN, CALLLOCK_OPERATOR_PASSWORD_HASH.
 [serve]
 port = 8765
 bind = "127.0.0.1"           # "0.0.0.0" needs twilio.auth_token (or --allow-unsigned)
@@ -739,6 +740,7 @@ output_lead_ms = 100         # agent audio queued at Twilio ahead of playback
 vad = "auto"                 # "model" (real voices), "codec" (calllock dial), auto: by the STT
 metrics_token = ""           # set: GET /metrics needs "Authorization: Bearer <token>"
 api_token = ""               # set: the JSON API (/api/…) answers "Authorization: Bearer <token>"
+operator_password_hash = ""  # argon2 PHC string; else `calllock operator password` (in the database)
 
 # Twilio. Env: TWILIO_ACCOUNT_SID, TWILIO_AUTH_TOKEN, CALLLOCK_TWILIO_API_URL.
 [twilio]

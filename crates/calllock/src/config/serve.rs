@@ -41,8 +41,12 @@ pub struct ServeSection {
     /// or a private network, not on a public address.
     pub metrics_token: String,
     /// The bearer token the JSON API (`/api/…`) requires (env
-    /// `CALLLOCK_API_TOKEN`). Empty: the API answers nobody.
+    /// `CALLLOCK_API_TOKEN`). The signed-in operator's session works too.
     pub api_token: String,
+    /// The operator's password as an argon2 hash (PHC string, env
+    /// `CALLLOCK_OPERATOR_PASSWORD_HASH`); wins over the one `calllock
+    /// operator password` keeps in the database.
+    pub operator_password_hash: String,
 }
 
 impl Default for ServeSection {
@@ -58,6 +62,7 @@ impl Default for ServeSection {
             vad: "auto".into(),
             metrics_token: String::new(),
             api_token: String::new(),
+            operator_password_hash: String::new(),
         }
     }
 }
@@ -130,6 +135,9 @@ pub(super) fn apply_env(
     }
     if let Some(v) = get("CALLLOCK_API_TOKEN") {
         serve.api_token = v.trim().to_string();
+    }
+    if let Some(v) = get("CALLLOCK_OPERATOR_PASSWORD_HASH") {
+        serve.operator_password_hash = v.trim().to_string();
     }
     if let Some(v) = get("TWILIO_ACCOUNT_SID") {
         twilio.account_sid = v.trim().to_string();

@@ -17,6 +17,7 @@
 pub(crate) mod auth;
 mod http;
 pub mod live;
+pub(crate) mod signin;
 pub mod speech;
 pub mod twilio_call;
 pub mod twilio_sink;
@@ -51,6 +52,8 @@ pub struct App {
     pub pacing: Arc<voice::pacing::PacingStats>,
     /// The speech vendors (clients and the voice breaker shared by calls).
     pub voices: speech::Voices,
+    /// The operator's sessions and sign-in failures.
+    pub operator: crate::operator::Operator,
 }
 
 /// A running server.
@@ -149,11 +152,14 @@ impl Server {
             owner: alive.id().to_string(),
             addr,
             pacing: Arc::default(),
+            operator: Default::default(),
             voices,
         });
         let router = axum::Router::new()
             .route("/health", get(http::health))
             .route("/metrics", get(http::metrics))
+            .route("/login", get(signin::form).post(signin::sign_in))
+            .route("/logout", axum::routing::post(signin::sign_out))
             .merge(crate::api::router())
             .route("/twiml", get(http::twiml).post(http::twiml))
             .route("/ws/twilio", get(http::stream))
@@ -163,7 +169,9 @@ impl Server {
             let shutdown = async move {
                 let _ = stop_rx.wait_for(|s| *s).await;
             };
-            if let Err(e) = axum::serve(listener, router)
+            // The peer's address: sign-in failures are limited per address.
+            let service = router.into_make_service_with_connect_info::<SocketAddr>();
+            if let Err(e) = axum::serve(listener, service)
                 .with_graceful_shutdown(shutdown)
                 .await
             {
