@@ -26,4 +26,5 @@ pub mod serve;
 pub mod sim;
 pub mod transcribe;
 pub mod voice_call;
+pub mod web;
 pub mod wiring;

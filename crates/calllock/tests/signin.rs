@@ -129,10 +129,10 @@ async fn the_operator_signs_in_uses_the_api_and_signs_out() {
     assert!(r.headers().get("set-cookie").is_none());
 
     // The right one: a session cookie, HttpOnly and SameSite=Strict (not
-    // Secure over plain HTTP), and a redirect to the session.
+    // Secure over plain HTTP), and a redirect to the dashboard.
     let r = b.sign_in(PASSWORD).await;
     assert_eq!(r.status(), 303);
-    assert_eq!(r.headers()["location"], "/api/session");
+    assert_eq!(r.headers()["location"], "/");
     let set = r.headers()["set-cookie"].to_str().unwrap().to_string();
     assert!(set.starts_with("calllock_session="), "{set}");
     for flag in ["HttpOnly", "SameSite=Strict", "Path=/"] {

@@ -5,7 +5,7 @@
 //! an offset, so a page costs the same on the first day and after a year of
 //! calls, and calls arriving meanwhile never shift a page.
 
-use crate::records::{summary_from, CallSummary, SUMMARY_COLS};
+use crate::records::{json_col, summary_from, CallSummary, SUMMARY_COLS};
 use crate::{CallStatus, Store, StoreError};
 
 /// Which calls, and how many.
@@ -120,5 +120,34 @@ impl Store {
             None
         };
         Ok(CallPage { calls, next })
+    }
+
+    /// The post-call records of `ids` (those that have one), by id, in one
+    /// query: what a listing shows beyond the summary (tags).
+    pub async fn call_records_of(
+        &self,
+        ids: &[String],
+    ) -> Result<std::collections::HashMap<String, serde_json::Value>, StoreError> {
+        let mut out = std::collections::HashMap::new();
+        if ids.is_empty() {
+            return Ok(out);
+        }
+        let marks: Vec<String> = (1..=ids.len()).map(|i| format!("${i}")).collect();
+        let sql = format!(
+            "SELECT call_id, record FROM calls WHERE call_id IN ({})",
+            marks.join(", ")
+        );
+        let mut q = sqlx::query(&sql);
+        for id in ids {
+            q = q.bind(id.as_str());
+        }
+        for row in q.fetch_all(self.pool()).await? {
+            let id: String = sqlx::Row::try_get(&row, "call_id")?;
+            let record = json_col(&row, "record", &id)?;
+            if !record.is_null() {
+                out.insert(id, record);
+            }
+        }
+        Ok(out)
     }
 }

@@ -205,7 +205,11 @@ pub(crate) fn summary_from(row: &AnyRow) -> Result<CallSummary, StoreError> {
     })
 }
 
-fn json_col(row: &AnyRow, col: &'static str, call_id: &str) -> Result<Value, StoreError> {
+pub(crate) fn json_col(
+    row: &AnyRow,
+    col: &'static str,
+    call_id: &str,
+) -> Result<Value, StoreError> {
     let s: String = row.try_get(col)?;
     serde_json::from_str(&s)
         .map_err(|source| StoreError::json(format!("calls.{col} of call {call_id}"), source))

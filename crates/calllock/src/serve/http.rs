@@ -63,13 +63,20 @@ pub(super) async fn health(
         let body = if draining { "draining" } else { "ok" };
         return (status, body).into_response();
     }
+    (status, axum::Json(health_report(&app).await)).into_response()
+}
+
+/// The server's health in full (`/health?verbose=1`, the dashboard's
+/// `/status`).
+pub(crate) async fn health_report(app: &App) -> serde_json::Value {
+    let draining = app.calls.is_draining();
     let database = match app.vendors.store.list_calls(None, 1).await {
         Ok(_) => serde_json::json!({"ok": true, "kind": app.vendors.store.describe()}),
         Err(e) => serde_json::json!({"ok": false, "error": e.to_string()}),
     };
     let cfg = &app.cfg;
     let pacing = app.pacing.summary();
-    let body = serde_json::json!({
+    serde_json::json!({
         "status": if draining { "draining" } else { "ok" },
         "version": env!("CARGO_PKG_VERSION"),
         "live_calls": app.calls.live(),
@@ -100,8 +107,7 @@ pub(super) async fn health(
                 "rest_hang_up": app.rest.is_some(),
             },
         },
-    });
-    (status, axum::Json(body)).into_response()
+    })
 }
 
 /// The base URL Twilio used to reach us (no trailing slash).

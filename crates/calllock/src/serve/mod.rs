@@ -18,6 +18,8 @@ pub(crate) mod auth;
 mod http;
 pub mod live;
 pub(crate) mod signin;
+
+pub(crate) use http::health_report;
 pub mod speech;
 pub mod twilio_call;
 pub mod twilio_sink;
@@ -161,6 +163,7 @@ impl Server {
             .route("/login", get(signin::form).post(signin::sign_in))
             .route("/logout", axum::routing::post(signin::sign_out))
             .merge(crate::api::router())
+            .merge(crate::web::router())
             .route("/twiml", get(http::twiml).post(http::twiml))
             .route("/ws/twilio", get(http::stream))
             .with_state(app.clone());

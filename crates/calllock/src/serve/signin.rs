@@ -57,16 +57,9 @@ fn page(status: StatusCode, message: &str) -> Response {
          <form method=\"post\" action=\"/login\"><label>Operator password\
          <input type=\"password\" name=\"password\" autocomplete=\"current-password\" autofocus required></label>\
          <button type=\"submit\">Sign in</button></form></body></html>",
-        html_escape(message)
+        crate::web::html::esc(message)
     );
     (status, Html(body)).into_response()
-}
-
-fn html_escape(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
 }
 
 /// `GET /login`: the form (and a note when no password is set yet).
@@ -81,7 +74,7 @@ pub(super) async fn form(State(app): State<Arc<App>>) -> Response {
 }
 
 /// `POST /login` (form `password`): a session cookie and a redirect to
-/// `/api/session`, or the form again with why not.
+/// the dashboard, or the form again with why not.
 pub(super) async fn sign_in(
     State(app): State<Arc<App>>,
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
@@ -132,7 +125,7 @@ pub(super) async fn sign_in(
         "{COOKIE}={token}; Path=/; HttpOnly; SameSite=Strict; Max-Age={}{secure}",
         SESSION_TTL.as_secs()
     );
-    let mut r = (StatusCode::SEE_OTHER, [(header::LOCATION, "/api/session")]).into_response();
+    let mut r = (StatusCode::SEE_OTHER, [(header::LOCATION, "/")]).into_response();
     if let Ok(v) = HeaderValue::from_str(&cookie) {
         r.headers_mut().insert(header::SET_COOKIE, v);
     }

@@ -1,0 +1,420 @@
+//! `/calls/{id}`: one call, read from its event log, so a live call shows
+//! as it happens (its part of the page refreshes in place) and a finished
+//! one as it was: the transcript (a cut-off agent line marked, with what
+//! the caller heard of it), the state timeline, the tool calls with their
+//! arguments and results, the session's fields, the post-call deliveries,
+//! and a picture of each turn's latency.
+
+use super::html::esc;
+use crate::latency::TurnLatency;
+use crate::serve::App;
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::Response;
+use serde_json::Value;
+use std::collections::HashMap;
+use std::fmt::Write;
+use std::sync::Arc;
+use store::{CallStatus, StoredEvent};
+
+/// Seconds between refreshes while the call is live.
+const REFRESH_S: u32 = 2;
+
+/// `GET /calls/{id}` (with `fragment=1`: the live part only).
+pub(super) async fn page(
+    State(app): State<Arc<App>>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+    Query(params): Query<HashMap<String, String>>,
+) -> Response {
+    if super::signed_in(&app, &headers).is_none() {
+        return super::to_login();
+    }
+    let fragment = params.get("fragment").is_some_and(|v| v == "1");
+    let store = &app.vendors.store;
+    let unavailable = |e: store::StoreError| {
+        tracing::error!(error = %e, "dashboard: cannot read a call");
+        super::message(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "Call",
+            "The database is unavailable.",
+        )
+    };
+    let summary = match store.call_summary(&id).await {
+        Ok(Some(s)) => s,
+        Ok(None) => {
+            return super::message(StatusCode::NOT_FOUND, "Call", &format!("No call {id}."))
+        }
+        Err(e) => return unavailable(e),
+    };
+    let events = match store.events(&id).await {
+        Ok(e) => e,
+        Err(e) => return unavailable(e),
+    };
+    let deliveries = store.outbox_for_call(&id).await.unwrap_or_default();
+    let live = summary.status == CallStatus::Active;
+    let start = events.first().map_or(0.0, |e| e.at_unix);
+
+    let mut body = String::new();
+    let _ = write!(
+        body,
+        "<dl><dt>caller</dt><dd>{}</dd><dt>started</dt><dd>{} UTC</dd><dt>status</dt><dd>{}</dd>\
+         <dt>final state</dt><dd>{}</dd><dt>outcome</dt><dd>{} {}</dd><dt>priority</dt>\
+         <dd><span class=\"pill {p}\">{p}</span></dd><dt>revenue</dt><dd>{}</dd></dl>",
+        esc(&summary.phone),
+        summary.started_at.format("%Y-%m-%d %H:%M:%S"),
+        if live {
+            "<span class=\"pill live\">live</span>"
+        } else {
+            summary.status.as_str()
+        },
+        esc(&summary.final_state),
+        esc(&summary.end_call_reason),
+        esc(&summary.booking_status),
+        esc(&summary.revenue_tier),
+        p = esc(&summary.priority_color),
+    );
+    body.push_str(&transcript(&events, start));
+    body.push_str(&latency_chart(&crate::latency::from_events(&events)));
+    body.push_str(&timeline(&events, start));
+    body.push_str(&tools(&events, start));
+    body.push_str(&fields(&events));
+    body.push_str(&delivery_table(&deliveries));
+    if !live {
+        body.push_str("<span data-final hidden></span>");
+    }
+    if fragment {
+        return super::answer("Call", body, true);
+    }
+    let refresh = if live {
+        format!(" data-refresh=\"{REFRESH_S}\"")
+    } else {
+        String::new()
+    };
+    let page = format!(
+        "<h1>Call {}</h1><div id=\"live\"{refresh}>{body}</div>",
+        esc(&id)
+    );
+    super::answer(&format!("Call {id}"), page, false)
+}
+
+fn offset(e: &StoredEvent, start: f64) -> String {
+    format!("{:.1}s", (e.at_unix - start).max(0.0))
+}
+
+/// Caller and agent lines in order; an interrupted agent line is marked
+/// with what was heard of it.
+fn transcript(events: &[StoredEvent], start: f64) -> String {
+    let cut: HashMap<u64, String> = events
+        .iter()
+        .filter(|e| e.kind == "interrupted")
+        .filter_map(|e| {
+            let id = e.data["msg_id"].as_u64()?;
+            Some((id, e.data["heard"].as_str().unwrap_or("").to_string()))
+        })
+        .collect();
+    let mut out = String::from("<section><h2>Transcript</h2><table>");
+    for e in events {
+        let text = e.data["text"].as_str().unwrap_or("");
+        match e.kind.as_str() {
+            "caller" => {
+                let _ = write!(
+                    out,
+                    "<tr><td>{}</td><td class=\"caller\">Caller</td><td>{}</td></tr>",
+                    offset(e, start),
+                    esc(text)
+                );
+            }
+            "agent" => {
+                let mark = match e.data["msg_id"].as_u64().and_then(|id| cut.get(&id)) {
+                    Some(heard) => format!(
+                        "<br><span class=\"cut\">cut off — the caller heard: “{}”</span>",
+                        esc(heard)
+                    ),
+                    None => String::new(),
+                };
+                let _ = write!(
+                    out,
+                    "<tr><td>{}</td><td class=\"agent\">Agent</td><td>{}{mark}</td></tr>",
+                    offset(e, start),
+                    esc(text)
+                );
+            }
+            _ => {}
+        }
+    }
+    out.push_str("</table></section>");
+    out
+}
+
+/// The conversation's states, when each began.
+fn timeline(events: &[StoredEvent], start: f64) -> String {
+    let mut out =
+        String::from("<section><h2>States</h2><table><tr><th>at</th><th>from</th><th>to</th></tr>");
+    for e in events {
+        // `state {from, to}` (chat, replays), or a voice call's note
+        // `{kind: "state", text: "from -> to"}`.
+        let (from, to) = match e.kind.as_str() {
+            "state" => (
+                e.data["from"].as_str().unwrap_or(""),
+                e.data["to"].as_str().unwrap_or(""),
+            ),
+            "note" if e.data["kind"] == "state" => {
+                match e.data["text"].as_str().and_then(|t| t.split_once(" -> ")) {
+                    Some(pair) => pair,
+                    None => continue,
+                }
+            }
+            _ => continue,
+        };
+        let _ = write!(
+            out,
+            "<tr><td>{}</td><td>{}</td><td>{}</td></tr>",
+            offset(e, start),
+            esc(from),
+            esc(to)
+        );
+    }
+    out.push_str("</table></section>");
+    out
+}
+
+/// Tool calls with their arguments, and results.
+fn tools(events: &[StoredEvent], start: f64) -> String {
+    let mut out = String::from(
+        "<section><h2>Tools</h2><table><tr><th>at</th><th>tool</th><th>arguments / result</th></tr>",
+    );
+    for e in events {
+        let (what, json) = match e.kind.as_str() {
+            "tool_call" => ("called", &e.data["args"]),
+            "tool_result" => ("answered", &e.data["result"]),
+            _ => continue,
+        };
+        let _ = write!(
+            out,
+            "<tr><td>{}</td><td>{} {}</td><td><pre>{}</pre></td></tr>",
+            offset(e, start),
+            esc(e.data["tool"].as_str().unwrap_or("")),
+            what,
+            esc(&serde_json::to_string_pretty(json).unwrap_or_default())
+        );
+    }
+    out.push_str("</table></section>");
+    out
+}
+
+/// The session's non-empty fields, as last written.
+fn fields(events: &[StoredEvent]) -> String {
+    let Some(Value::Object(s)) = events
+        .iter()
+        .rev()
+        .find(|e| e.kind == "session")
+        .map(|e| &e.data)
+    else {
+        return String::new();
+    };
+    let mut out = String::from("<section><h2>Fields</h2><dl>");
+    for (k, v) in s {
+        let text = match v {
+            Value::String(t) if t.is_empty() => continue,
+            Value::Bool(false) | Value::Null => continue,
+            Value::String(t) => t.clone(),
+            v => v.to_string(),
+        };
+        let _ = write!(out, "<dt>{}</dt><dd>{}</dd>", esc(k), esc(&text));
+    }
+    out.push_str("</dl></section>");
+    out
+}
+
+fn delivery_table(items: &[store::OutboxItem]) -> String {
+    let mut out = String::from(
+        "<section><h2>Deliveries</h2><table><tr><th>kind</th><th>status</th><th>attempts</th>\
+         <th>last error</th></tr>",
+    );
+    for i in items {
+        let _ = write!(
+            out,
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            esc(&i.kind.to_string()),
+            esc(i.status.as_str()),
+            i.attempts,
+            esc(&i.last_error)
+        );
+    }
+    out.push_str("</table></section>");
+    out
+}
+
+/// One bar per answered turn, from the caller stopping to the reply being
+/// heard, coloured by stage: speech recognition, the LLM's first token,
+/// the voice's first audio, on to the phone. An SVG: a picture, not a table.
+pub fn latency_chart(turns: &[TurnLatency]) -> String {
+    if turns.is_empty() {
+        return String::new();
+    }
+    const W: f64 = 560.0;
+    const LEFT: f64 = 60.0;
+    const ROW: f64 = 18.0;
+    let end = |t: &TurnLatency| {
+        [
+            t.first_heard_ms,
+            t.first_outbound_ms,
+            t.tts_first_audio_ms,
+            t.llm_first_token_ms,
+            t.stt_final_ms,
+        ]
+        .into_iter()
+        .flatten()
+        .fold(0.0f64, f64::max)
+    };
+    let max_ms = turns
+        .iter()
+        .map(end)
+        .fold(1000.0f64, f64::max)
+        .min(15_000.0);
+    let x = |ms: f64| LEFT + (ms.clamp(0.0, max_ms) / max_ms) * W;
+    let stages: [(&str, &str); 4] = [
+        ("speech recognised", "#7aa6c2"),
+        ("LLM first token", "#c29a7a"),
+        ("voice first audio", "#8fc27a"),
+        ("heard at the phone", "#b58fc2"),
+    ];
+    let height = ROW * turns.len() as f64 + 40.0;
+    let mut svg = format!(
+        "<section><h2>Turn latency</h2><svg role=\"img\" aria-label=\"turn latency\" \
+         xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{height}\" \
+         viewBox=\"0 0 {} {height}\" style=\"background:#fff\">",
+        LEFT + W + 20.0,
+        LEFT + W + 20.0
+    );
+    for (i, t) in turns.iter().enumerate() {
+        let y = 4.0 + ROW * i as f64;
+        let _ = write!(
+            svg,
+            "<text x=\"4\" y=\"{}\" font-size=\"11\">turn {}</text>",
+            y + 12.0,
+            t.turn
+        );
+        let marks = [
+            t.stt_final_ms.map(|m| m.max(0.0)),
+            t.llm_first_token_ms,
+            t.tts_first_audio_ms,
+            t.first_heard_ms.or(t.first_outbound_ms),
+        ];
+        let mut from = 0.0;
+        for ((label, colour), to) in stages.iter().zip(marks) {
+            let Some(to) = to else { continue };
+            if to < from {
+                continue;
+            }
+            let _ = write!(
+                svg,
+                "<rect x=\"{:.1}\" y=\"{y}\" width=\"{:.1}\" height=\"{}\" fill=\"{colour}\">\
+                 <title>turn {}: {label} at {:.0} ms</title></rect>",
+                x(from),
+                (x(to) - x(from)).max(1.0),
+                ROW - 4.0,
+                t.turn,
+                to
+            );
+            from = to;
+        }
+    }
+    let axis_y = ROW * turns.len() as f64 + 10.0;
+    let _ = write!(
+        svg,
+        "<text x=\"{LEFT}\" y=\"{}\" font-size=\"11\">0 (caller stopped)</text>\
+         <text x=\"{}\" y=\"{}\" font-size=\"11\" text-anchor=\"end\">{:.1} s</text>",
+        axis_y + 4.0,
+        LEFT + W,
+        axis_y + 4.0,
+        max_ms / 1000.0
+    );
+    let mut lx = LEFT;
+    for (label, colour) in stages {
+        let _ = write!(
+            svg,
+            "<rect x=\"{lx}\" y=\"{}\" width=\"10\" height=\"10\" fill=\"{colour}\"/>\
+             <text x=\"{}\" y=\"{}\" font-size=\"11\">{label}</text>",
+            axis_y + 12.0,
+            lx + 14.0,
+            axis_y + 21.0
+        );
+        lx += 140.0;
+    }
+    svg.push_str("</svg></section>");
+    svg
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn ev(seq: i64, at: f64, kind: &str, data: Value) -> StoredEvent {
+        StoredEvent {
+            call_id: "CA1".into(),
+            seq,
+            at_unix: at,
+            kind: kind.into(),
+            data,
+        }
+    }
+
+    #[test]
+    fn a_cut_off_line_shows_what_was_heard_and_notes_make_the_timeline() {
+        let events = vec![
+            ev(
+                1,
+                100.0,
+                "agent",
+                json!({"text": "Thanks for calling!", "msg_id": 1}),
+            ),
+            ev(2, 103.0, "caller", json!({"text": "My AC <broke>"})),
+            ev(
+                3,
+                104.0,
+                "agent",
+                json!({"text": "Quick safety check — any gas smell?", "msg_id": 2}),
+            ),
+            ev(
+                4,
+                104.8,
+                "interrupted",
+                json!({"msg_id": 2, "heard": "Quick safety"}),
+            ),
+            ev(
+                5,
+                104.9,
+                "note",
+                json!({"kind": "state", "text": "welcome -> safety"}),
+            ),
+        ];
+        let t = transcript(&events, 100.0);
+        assert!(t.contains("My AC &lt;broke&gt;"), "escaped: {t}");
+        assert_eq!(t.matches("cut off").count(), 1, "{t}");
+        assert!(t.contains("the caller heard: “Quick safety”"), "{t}");
+        assert!(t.contains("4.0s"), "{t}");
+        let s = timeline(&events, 100.0);
+        assert!(s.contains("<td>welcome</td><td>safety</td>"), "{s}");
+    }
+
+    #[test]
+    fn the_latency_chart_draws_one_bar_piece_per_known_stage() {
+        let turn = |n: u32, heard: Option<f64>| TurnLatency {
+            turn: n,
+            stt_final_ms: Some(-20.0),
+            llm_first_token_ms: Some(400.0),
+            tts_first_audio_ms: Some(650.0),
+            first_heard_ms: heard,
+            ..Default::default()
+        };
+        let svg = latency_chart(&[turn(1, Some(900.0)), turn(2, None)]);
+        // Turn 1: four pieces; turn 2: three (never heard, no outbound);
+        // plus four legend squares.
+        assert_eq!(svg.matches("<rect").count(), 4 + 3 + 4, "{svg}");
+        assert!(svg.contains("turn 1: heard at the phone at 900 ms"));
+        assert!(latency_chart(&[]).is_empty());
+    }
+}

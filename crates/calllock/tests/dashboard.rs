@@ -1,0 +1,216 @@
+//! The operator's web dashboard on a real server, read as HTML: every
+//! page refused without a session; the calls list with a call while it is
+//! live and after it ends, filtered; the call page with its transcript,
+//! states, tools, fields and latency chart; the outbox with its retry
+//! button; the health page.
+
+#[path = "support/served.rs"]
+mod served;
+
+use served::*;
+
+const PASSWORD: &str = "dashboard password";
+
+struct Browser {
+    base: String,
+    client: reqwest::Client,
+    cookie: String,
+}
+
+impl Browser {
+    async fn signed_in(s: &Served) -> Browser {
+        let client = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .unwrap();
+        let base = format!("http://{}", s.server.addr);
+        let r = client
+            .post(format!("{base}/login"))
+            .form(&[("password", PASSWORD)])
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 303);
+        let cookie = r.headers()["set-cookie"]
+            .to_str()
+            .unwrap()
+            .split(';')
+            .next()
+            .unwrap()
+            .to_string();
+        Browser {
+            base,
+            client,
+            cookie,
+        }
+    }
+
+    async fn page(&self, path: &str) -> (u16, String) {
+        let r = self
+            .client
+            .get(format!("{}{path}", self.base))
+            .header("cookie", &self.cookie)
+            .send()
+            .await
+            .unwrap();
+        (r.status().as_u16(), r.text().await.unwrap())
+    }
+}
+
+async fn serve_dashboard() -> Served {
+    let hash = calllock::operator::hash_password(PASSWORD).unwrap();
+    serve_with(|c| c.serve.operator_password_hash = hash).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_page_needs_a_session() {
+    let s = serve_dashboard().await;
+    let client = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    for path in ["/", "/calls/CA1", "/outbox", "/status", "/?fragment=1"] {
+        let r = client
+            .get(format!("http://{}{path}", s.server.addr))
+            .header("cookie", "calllock_session=forged")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 303, "{path}");
+        assert_eq!(r.headers()["location"], "/login", "{path}");
+    }
+    s.server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_shows_live_then_finished_with_its_page() {
+    let s = serve_dashboard().await;
+    let b = Browser::signed_in(&s).await;
+
+    // While the call is on the line.
+    let mut c = Caller::call(&s.dial("+15125559876")).await;
+    let sid = c.sid();
+    c.agent_turn().await;
+    let (status, list) = b.page("/").await;
+    assert_eq!(status, 200);
+    assert!(list.contains(&format!("href=\"/calls/{sid}\"")), "{list}");
+    assert!(list.contains("pill live"), "the call shows as live: {list}");
+    assert!(
+        list.contains("data-refresh=\""),
+        "the list refreshes itself"
+    );
+    let (_, live_page) = b.page(&format!("/calls/{sid}")).await;
+    assert!(
+        live_page.contains("data-refresh=\""),
+        "a live call's page refreshes"
+    );
+    assert!(live_page.contains("Thanks for calling"), "{live_page}");
+    assert!(!live_page.contains("<span data-final"));
+
+    // The rest of the booking.
+    let lines = booking_lines();
+    for line in &lines[..8] {
+        c.turn(line).await;
+    }
+    c.until_said("all set").await;
+    c.turn(lines.last().unwrap()).await;
+    c.finish().await;
+    s.record(&sid).await;
+
+    let (_, list) = b.page("/?fragment=1").await;
+    assert!(!list.contains("<html"), "a fragment is just the table");
+    assert!(list.contains(&sid) && !list.contains("pill live"), "{list}");
+    assert!(list.contains("booking confirmed"), "{list}");
+    assert!(list.contains("SERVICE_TYPE"), "tags: {list}");
+    // Filters.
+    for (query, found) in [
+        ("final_state=confirm", true),
+        ("final_state=callback", false),
+        ("caller=9876", true),
+        ("caller=1111", false),
+        ("status=completed", true),
+        ("from=2000-01-01&to=2999-12-31", true),
+        ("to=2000-01-01", false),
+    ] {
+        let (status, p) = b.page(&format!("/?{query}")).await;
+        assert_eq!(status, 200, "{query}");
+        assert_eq!(p.contains(&format!("/calls/{sid}")), found, "{query}");
+    }
+    let (status, p) = b.page("/?from=yesterday").await;
+    assert_eq!(status, 400);
+    assert!(p.contains("from must be a date"), "{p}");
+
+    // The call's page.
+    let (status, call) = b.page(&format!("/calls/{sid}")).await;
+    assert_eq!(status, 200);
+    for part in [
+        "Transcript",
+        "My name is Dana Fields",
+        "States",
+        "service_area",
+        "Tools",
+        "book_service",
+        "Fields",
+        "Dana Fields",
+        "Deliveries",
+        "Turn latency",
+        "<svg",
+        "<rect",
+        "<span data-final",
+    ] {
+        assert!(call.contains(part), "{part} missing from the call page");
+    }
+    assert!(
+        !call.contains("data-refresh=\""),
+        "a finished call does not refresh"
+    );
+    let (status, _) = b.page("/calls/CA_nope").await;
+    assert_eq!(status, 404);
+    s.server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_outbox_and_health_pages() {
+    let s = serve_dashboard().await;
+    let b = Browser::signed_in(&s).await;
+    let (_, empty) = b.page("/outbox").await;
+    assert!(empty.contains("Nothing waits"), "{empty}");
+    let id = s
+        .server
+        .store()
+        .outbox_enqueue(
+            &store::NewOutboxItem {
+                call_id: "CA_waiting".into(),
+                kind: store::OutboxKind::Alert,
+                target_url: "http://127.0.0.1:9/alerts".into(),
+                payload: serde_json::json!({}),
+            },
+            chrono::Utc::now().timestamp() as f64 + 600.0,
+        )
+        .await
+        .unwrap();
+    let (status, page) = b.page("/outbox").await;
+    assert_eq!(status, 200);
+    assert!(
+        page.contains("CA_waiting") && page.contains("alert"),
+        "{page}"
+    );
+    assert!(
+        page.contains(&format!("action=\"/api/outbox/{id}/retry\"")),
+        "{page}"
+    );
+    assert!(
+        page.contains("data-csrf=\""),
+        "the retry carries the CSRF token"
+    );
+    assert!(
+        page.contains("in 59") || page.contains("in 600 s"),
+        "next attempt in ~600 s: {page}"
+    );
+
+    let (status, health) = b.page("/status").await;
+    assert_eq!(status, 200);
+    assert!(health.contains("version") && health.contains(env!("CARGO_PKG_VERSION")));
+    assert!(health.contains("vendors.speech.ears"), "{health}");
+    s.server.stop().await;
+}
