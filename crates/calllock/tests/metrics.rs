@@ -35,6 +35,15 @@ async fn a_call_shows_in_the_metrics() {
 
     let (sid, _log, said) = booking_call(&s).await;
     s.record(&sid).await;
+    // The call holds its place until its post-call work is done.
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
+    while s.server.live_calls() > 0 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the call never left"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
 
     let r = scrape(&s, None).await;
     assert_eq!(r.status(), 200);
