@@ -240,7 +240,9 @@ async fn garbage_on_a_live_stream_never_kills_the_call() {
             .unwrap();
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    // The server first reads what is left of the 100,000 messages (it may
+    // be seconds behind on a loaded two-core machine), then the line.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
     while quiet(&media_out) == before {
         assert!(
             tokio::time::Instant::now() < deadline,
