@@ -40,6 +40,10 @@
 //! cargo bench -p calllock --bench serve_load -- --vendors --calls 200 --seconds 30
 //! ```
 //!
+//! To compare two builds on the same day (the machine's speed varies from
+//! day to day), copy one build's `target/release/calllock` aside and pass
+//! it as `-- --server PATH`: the same load runs against that binary.
+//!
 //! To profile the server, start it yourself (under `heaptrack`, `perf`…)
 //! and point the load at it: `-- --url http://127.0.0.1:8765 --pid PID`
 //! (`--pid` is the process whose CPU and RSS are reported; without it they
@@ -78,6 +82,7 @@ struct Args {
     url: Option<String>,
     pid: Option<u32>,
     vendors: bool,
+    server: Option<String>,
 }
 
 fn args() -> Args {
@@ -89,6 +94,7 @@ fn args() -> Args {
         url: None,
         pid: None,
         vendors: false,
+        server: None,
     };
     let v: Vec<String> = std::env::args().collect();
     let mut i = 1;
@@ -101,6 +107,7 @@ fn args() -> Args {
             "--every" => a.every = next.parse().expect("--every S"),
             "--url" => a.url = Some(next),
             "--pid" => a.pid = Some(next.parse().expect("--pid PID")),
+            "--server" => a.server = Some(next),
             "--vendors" => {
                 a.vendors = true;
                 i += 1;
@@ -219,6 +226,7 @@ fn start_server(
     dir: &std::path::Path,
     calls: usize,
     vendors: Option<&VendorFakes>,
+    server: Option<&str>,
 ) -> (std::process::Child, String) {
     let conf = dir.join("calllock.toml");
     let mut toml = format!("[serve]\nport = 0\nmax_calls = {}\n", calls + 100);
@@ -230,7 +238,8 @@ fn start_server(
         ));
     }
     std::fs::write(&conf, toml).expect("config");
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_calllock"))
+    let binary = server.unwrap_or(env!("CARGO_BIN_EXE_calllock"));
+    let mut child = std::process::Command::new(binary)
         // The offline speech codec, which the phones here speak.
         .env("CALLLOCK_LOCAL_SPEECH", "off")
         .arg("serve")
@@ -262,7 +271,8 @@ fn main() {
         Some(url) => (None, url.trim_end_matches('/').to_string(), a.pid),
         None => {
             let fakes = a.vendors.then(start_vendor_fakes);
-            let (child, addr) = start_server(dir.path(), a.calls, fakes.as_ref());
+            let (child, addr) =
+                start_server(dir.path(), a.calls, fakes.as_ref(), a.server.as_deref());
             let pid = child.id();
             (Some(child), addr, Some(pid))
         }

@@ -223,6 +223,7 @@ impl Harness {
                 journal: None,
                 output_lead: Duration::ZERO,
                 pacing: None,
+                playout: None,
             },
             ear.clone(),
         );

@@ -17,6 +17,7 @@
 pub(crate) mod auth;
 mod http;
 pub mod live;
+pub mod playout;
 pub(crate) mod signin;
 
 pub(crate) use http::health_report;

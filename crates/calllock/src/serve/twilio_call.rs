@@ -47,7 +47,8 @@ type WsRx = futures_util::stream::SplitStream<WebSocket>;
 pub(super) async fn run(app: Arc<App>, socket: WebSocket, slot: super::live::CallSlot) {
     let (ws_tx, mut ws_rx) = socket.split();
     let (out_tx, out_rx) = mpsc::unbounded_channel();
-    let writer = tokio::spawn(write_loop(ws_tx, out_rx));
+    // The writer runs beside the call's player (see `playout`).
+    let writer = super::playout::handle().spawn(write_loop(ws_tx, out_rx));
     let mut reader = StreamReader::new();
     let Some(start) = wait_for_start(&mut ws_rx, &mut reader).await else {
         let _ = out_tx.send(Outgoing::Close);
@@ -96,15 +97,26 @@ async fn write_loop(
     mut ws_tx: futures_util::stream::SplitSink<WebSocket, Message>,
     mut rx: mpsc::UnboundedReceiver<Outgoing>,
 ) {
-    while let Some(o) = rx.recv().await {
-        let msg = match o {
-            Outgoing::Text(t) => Message::Text(t.into()),
-            Outgoing::Close => {
-                let _ = ws_tx.send(Message::Close(None)).await;
-                break;
+    // Everything queued when the writer wakes goes out in one flush (a
+    // `media` and its `mark` are usually queued together): one write to
+    // the socket instead of one per message.
+    'socket: while let Some(first) = rx.recv().await {
+        let mut next = Some(first);
+        while let Some(o) = next.take() {
+            match o {
+                Outgoing::Text(t) => {
+                    if ws_tx.feed(Message::Text(t.into())).await.is_err() {
+                        break 'socket;
+                    }
+                }
+                Outgoing::Close => {
+                    let _ = ws_tx.send(Message::Close(None)).await;
+                    break 'socket;
+                }
             }
-        };
-        if ws_tx.send(msg).await.is_err() {
+            next = rx.try_recv().ok();
+        }
+        if ws_tx.flush().await.is_err() {
             break;
         }
     }
@@ -235,6 +247,7 @@ impl Call {
                 journal: journal.clone(),
                 output_lead: Duration::from_millis(cfg.serve.output_lead_ms),
                 pacing: Some(self.app.pacing.clone()),
+                playout: Some(super::playout::handle()),
             },
             sink,
         );

@@ -152,6 +152,7 @@ async fn every_stage_of_a_turn_is_stamped_where_it_happens() {
             journal: None,
             output_lead: Duration::ZERO,
             pacing: None,
+            playout: None,
         },
         sink,
     );

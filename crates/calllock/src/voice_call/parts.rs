@@ -29,6 +29,9 @@ pub struct CallParts<D, S> {
     pub output_lead: Duration,
     /// Where the player counts how late it sends frames (none: not counted).
     pub pacing: Option<Arc<voice::pacing::PacingStats>>,
+    /// The runtime the player runs on (none: the caller's; a server gives
+    /// its players a thread of their own, see [`crate::serve::playout`]).
+    pub playout: Option<tokio::runtime::Handle>,
 }
 
 /// A running voice call.
@@ -58,9 +61,8 @@ where
     K: voice::stages::output::AudioSink,
 {
     use voice::stages::{
-        llm::LlmStage, mulaw::MuLawDecode, output, resample::ResampleStage,
-        sentences::SentenceAggregator, stt::SttStage, tts::TtsStage, turn::TurnStage,
-        vad::VadStage,
+        llm::LlmStage, output, resample::ResampleStage, sentences::SentenceAggregator,
+        stt::SttStage, tts::TtsStage, turn::TurnStage, vad::VadStage,
     };
     let floor = Arc::new(Floor::default());
     let (conversation, control) = ConversationStage::new(
@@ -73,7 +75,7 @@ where
     let mut conversation = conversation;
     conversation.journal = parts.journal.map(VoiceJournal::new);
     let mut pipeline = voice::Pipeline::builder()
-        .stage(MuLawDecode)
+        // The VAD stage decodes the caller's µ-law itself.
         .stage(VadStage::new(parts.detector))
         .stage(SttStage::new(parts.stt))
         .stage(TurnStage::new(floor.clone(), parts.barge_in))
@@ -95,7 +97,11 @@ where
     if let Some(stats) = parts.pacing {
         player = player.with_pacing(stats);
     }
-    let player = tokio::spawn(tracing::Instrument::in_current_span(player.run()));
+    let player = tracing::Instrument::in_current_span(player.run());
+    let player = match parts.playout {
+        Some(rt) => rt.spawn(player),
+        None => tokio::spawn(player),
+    };
     RunningCall {
         pipeline,
         control,
