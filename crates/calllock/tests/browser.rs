@@ -21,6 +21,10 @@ use webdriver::Browser;
 
 const PASSWORD: &str = "browser password";
 
+/// One browser at a time: Chromium, the server and (for the phone)
+/// Whisper share the machine's two cores.
+static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 fn skip(test: &str) -> bool {
     match webdriver::missing() {
         Some(why) => {
@@ -45,12 +49,13 @@ async fn an_operator_signs_in_and_watches_a_call_live_then_reads_it() {
     if skip("an_operator_signs_in_and_watches_a_call_live_then_reads_it") {
         return;
     }
+    let _one = ONE_AT_A_TIME.lock().await;
     let s = serve_dashboard().await;
     let base = format!("http://{}", s.server.addr);
     let b = Browser::start(&[]).await;
 
     // Every page sends a visitor without a session to the sign-in form.
-    for path in ["/", "/calls/CA1", "/outbox", "/status"] {
+    for path in ["/", "/calls/CA1", "/outbox", "/status", "/phone"] {
         b.open(&format!("{base}{path}")).await;
         assert_eq!(b.url().await, format!("{base}/login"), "{path}");
     }
@@ -146,6 +151,7 @@ async fn the_outbox_retry_works_and_a_change_without_the_csrf_token_is_refused()
     if skip("the_outbox_retry_works_and_a_change_without_the_csrf_token_is_refused") {
         return;
     }
+    let _one = ONE_AT_A_TIME.lock().await;
     let s = serve_dashboard().await;
     let base = format!("http://{}", s.server.addr);
     let store = s.server.store();
@@ -167,11 +173,7 @@ async fn the_outbox_retry_works_and_a_change_without_the_csrf_token_is_refused()
         ids.push(id);
     }
     let b = Browser::start(&[]).await;
-    b.open(&format!("{base}/login")).await;
-    let field = b.find("input[name=password]").await;
-    b.type_into(&field, PASSWORD).await;
-    b.click_to_load(&b.find("button[type=submit]").await).await;
-    assert_eq!(b.url().await, format!("{base}/"));
+    sign_in(&b, &base).await;
 
     b.open(&format!("{base}/outbox")).await;
     let page = b.wait_for_text("CA_first", Duration::from_secs(5)).await;
@@ -217,6 +219,124 @@ async fn the_outbox_retry_works_and_a_change_without_the_csrf_token_is_refused()
     assert!(
         (second.next_attempt_unix - later).abs() < 1.0,
         "the forged retry changed nothing: {second:?}"
+    );
+    b.quit().await;
+    s.server.stop().await;
+}
+
+/// Sign in through the form.
+async fn sign_in(b: &Browser, base: &str) {
+    b.open(&format!("{base}/login")).await;
+    let field = b.find("input[name=password]").await;
+    b.type_into(&field, PASSWORD).await;
+    b.click_to_load(&b.find("button[type=submit]").await).await;
+    assert_eq!(b.url().await, format!("{base}/"));
+}
+
+/// Why the browser phone cannot be tested with real speech here.
+fn no_local_speech() -> Option<String> {
+    if !cfg!(feature = "local-speech") {
+        return Some("built without --features local-speech".into());
+    }
+    let model = std::env::var("CALLLOCK_WHISPER_MODEL")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|_| speech::install::default_whisper_model());
+    (!model.is_file()).then(|| {
+        format!(
+            "no Whisper model at {} (run scripts/setup-local-speech)",
+            model.display()
+        )
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_browser_phone_holds_a_call_from_a_microphone() {
+    let test = "the_browser_phone_holds_a_call_from_a_microphone";
+    if skip(test) {
+        return;
+    }
+    if let Some(why) = no_local_speech() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "{test} must run in CI, but {why}"
+        );
+        eprintln!("SKIP {test}: {why}");
+        return;
+    }
+    let _one = ONE_AT_A_TIME.lock().await;
+    // The microphone: a WAV file Chromium plays as its capture device —
+    // a few seconds of quiet while the agent greets, the caller's line
+    // (a recorded voice: "I smell gas in my kitchen and the furnace is
+    // on."), then quiet.
+    let line = std::fs::read(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/speech/joe/emergency-01.wav"
+    ))
+    .unwrap();
+    let wav = audio::wav::read_wav(&line).unwrap();
+    assert_eq!((wav.sample_rate, wav.channels), (8000, 1));
+    let mut mic = vec![0i16; 8000 * 6];
+    mic.extend_from_slice(&wav.samples);
+    mic.extend(std::iter::repeat_n(0i16, 8000 * 20));
+    let dir = tempfile::tempdir().unwrap();
+    let mic_path = dir.path().join("microphone.wav");
+    std::fs::write(&mic_path, audio::wav::write_wav_pcm16(8000, 1, &mic)).unwrap();
+
+    let hash = calllock::operator::hash_password(PASSWORD).unwrap();
+    let s = serve_with(|c| {
+        c.serve.operator_password_hash = hash;
+        c.speech.local = "on".into();
+        c.sim.llm_latency_s = 0.2;
+    })
+    .await;
+    let base = format!("http://{}", s.server.addr);
+    let capture = format!(
+        "--use-file-for-fake-audio-capture={}%noloop",
+        mic_path.display()
+    );
+    let b = Browser::start(&[
+        "--use-fake-ui-for-media-stream",
+        "--use-fake-device-for-media-stream",
+        &capture,
+        "--autoplay-policy=no-user-gesture-required",
+    ])
+    .await;
+    sign_in(&b, &base).await;
+    b.open(&format!("{base}/phone")).await;
+    b.screenshot("phone").await;
+    b.click(&b.find("#dial").await).await;
+    b.wait_for_text("Status: connected", Duration::from_secs(10))
+        .await;
+    let link = b.find_within("#phone-call a", Duration::from_secs(5)).await;
+    let sid = b.text(&link).await;
+    assert!(sid.starts_with("CA") && sid.len() == 34, "{sid:?}");
+    b.screenshot("phone-connected").await;
+    // The agent hears the gas, sends the caller out and hangs up.
+    b.wait_for_text("Status: call ended", Duration::from_secs(90))
+        .await;
+    b.screenshot("phone-ended").await;
+    // The page played the agent's audio and echoed its marks as it did.
+    let stats = b.run("return window.calllockPhone").await;
+    assert!(
+        stats["sent"].as_u64().unwrap_or(0) > 300,
+        "mic sent: {stats}"
+    );
+    assert!(
+        stats["media"].as_u64().unwrap_or(0) > 100,
+        "played: {stats}"
+    );
+    assert!(stats["marks"].as_u64().unwrap_or(0) > 5, "echoed: {stats}");
+    eprintln!("browser phone: {stats}");
+    let r = s.record(&sid).await;
+    assert_eq!(r.phone, calllock::serve::twilio_call::BROWSER_CALLER);
+    assert_eq!(r.final_state, "safety_exit", "{r:#?}");
+    assert_eq!(r.end_call_reason, "safety_emergency");
+    let heard = user_lines(&r).join(" ").to_lowercase();
+    assert!(heard.contains("gas"), "the microphone was heard: {heard:?}");
+    let agent = r.transcript.to_string().to_lowercase();
+    assert!(
+        agent.contains("leave") || agent.contains("911"),
+        "the safety script was said: {agent}"
     );
     b.quit().await;
     s.server.stop().await;

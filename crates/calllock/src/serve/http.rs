@@ -244,11 +244,11 @@ pub(super) async fn twiml(
 /// on every read, would cost most of a call's memory (and received
 /// messages share the buffer's allocation while they live). Larger
 /// messages (up to the size limit) still arrive: the buffer grows for them.
-const READ_BUFFER_BYTES: usize = 1024;
+pub(crate) const READ_BUFFER_BYTES: usize = 1024;
 
 /// Outgoing messages are written as they are sent (the writer flushes
 /// each one anyway): no write buffer to fill first.
-const WRITE_BUFFER_BYTES: usize = 0;
+pub(crate) const WRITE_BUFFER_BYTES: usize = 0;
 
 /// `GET /ws/twilio`: one call per connection, once its signature holds.
 pub(super) async fn stream(
@@ -278,7 +278,9 @@ pub(super) async fn stream(
     ws.max_message_size(providers::twilio::media_streams::MAX_MESSAGE_BYTES)
         .read_buffer_size(READ_BUFFER_BYTES)
         .write_buffer_size(WRITE_BUFFER_BYTES)
-        .on_upgrade(move |socket| super::twilio_call::run(app, socket, slot))
+        .on_upgrade(move |socket| {
+            super::twilio_call::run(app, socket, slot, super::twilio_call::Line::Twilio)
+        })
 }
 
 #[cfg(test)]

@@ -15,7 +15,7 @@
 //! record is written either way.
 
 pub(crate) mod auth;
-mod http;
+pub(crate) mod http;
 pub mod live;
 pub mod playout;
 pub(crate) mod signin;

@@ -20,6 +20,11 @@
 //! and the socket closed), or the server shuts down (a goodbye line, a
 //! callback promised, the REST hang-up). Whatever the end, the pipeline is
 //! stopped, the journal closed and post-call processing run exactly once.
+//!
+//! The dashboard's browser phone ([`crate::web::phone`]) speaks the same
+//! protocol on its own socket ([`Line::Browser`]): the same call, except
+//! that the caller is the signed-in operator's browser (never what the
+//! page claims) and there is no Twilio call to hang up.
 
 use super::twilio_sink::{ledger, FirstHeard, Outgoing, SharedLedger, TwilioSink};
 use super::{App, Ending};
@@ -43,8 +48,20 @@ const START_TIMEOUT: Duration = Duration::from_secs(10);
 
 type WsRx = futures_util::stream::SplitStream<WebSocket>;
 
+/// Which line a call came in on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Line {
+    /// Twilio Media Streams (`/ws/twilio`).
+    Twilio,
+    /// The dashboard's browser phone (`/ws/phone`).
+    Browser,
+}
+
+/// The caller of every browser-phone call.
+pub const BROWSER_CALLER: &str = "browser";
+
 /// Run one call to its end (the slot is held until post-call is done).
-pub(super) async fn run(app: Arc<App>, socket: WebSocket, slot: super::live::CallSlot) {
+pub(crate) async fn run(app: Arc<App>, socket: WebSocket, slot: super::live::CallSlot, line: Line) {
     let (ws_tx, mut ws_rx) = socket.split();
     let (out_tx, out_rx) = mpsc::unbounded_channel();
     // The writer runs beside the call's player (see `playout`).
@@ -59,7 +76,7 @@ pub(super) async fn run(app: Arc<App>, socket: WebSocket, slot: super::live::Cal
     // At `error` level so the span exists under any filter that shows a
     // line at all (the default is `warn`).
     let span = tracing::error_span!("call", call_id = %start.call_sid);
-    let call = Call::new(app, start, out_tx);
+    let call = Call::new(app, start, out_tx, line);
     // Every line of the call (and of the tasks it starts) names it.
     tracing::Instrument::instrument(call.run(ws_rx, reader), span).await;
     let _ = writer.await;
@@ -97,26 +114,15 @@ async fn write_loop(
     mut ws_tx: futures_util::stream::SplitSink<WebSocket, Message>,
     mut rx: mpsc::UnboundedReceiver<Outgoing>,
 ) {
-    // Everything queued when the writer wakes goes out in one flush (a
-    // `media` and its `mark` are usually queued together): one write to
-    // the socket instead of one per message.
-    'socket: while let Some(first) = rx.recv().await {
-        let mut next = Some(first);
-        while let Some(o) = next.take() {
-            match o {
-                Outgoing::Text(t) => {
-                    if ws_tx.feed(Message::Text(t.into())).await.is_err() {
-                        break 'socket;
-                    }
-                }
-                Outgoing::Close => {
-                    let _ = ws_tx.send(Message::Close(None)).await;
-                    break 'socket;
-                }
+    while let Some(o) = rx.recv().await {
+        let msg = match o {
+            Outgoing::Text(t) => Message::Text(t.into()),
+            Outgoing::Close => {
+                let _ = ws_tx.send(Message::Close(None)).await;
+                break;
             }
-            next = rx.try_recv().ok();
-        }
-        if ws_tx.flush().await.is_err() {
+        };
+        if ws_tx.send(msg).await.is_err() {
             break;
         }
     }
@@ -159,6 +165,7 @@ struct Call {
     start: Start,
     call_id: String,
     caller: String,
+    line: Line,
     out: mpsc::UnboundedSender<Outgoing>,
     ledger: SharedLedger,
     /// Each utterance's first echo, reported to the pipeline (latency).
@@ -184,11 +191,15 @@ enum ServerEnd {
 }
 
 impl Call {
-    fn new(app: Arc<App>, start: Start, out: mpsc::UnboundedSender<Outgoing>) -> Self {
+    fn new(app: Arc<App>, start: Start, out: mpsc::UnboundedSender<Outgoing>, line: Line) -> Self {
         let ledger = Arc::new(Mutex::new(MarkLedger::new(app.cfg.twilio.mark_interval_ms)));
         Call {
             call_id: call_id_of(&start),
-            caller: caller_of(&start),
+            caller: match line {
+                Line::Twilio => caller_of(&start),
+                Line::Browser => BROWSER_CALLER.to_string(),
+            },
+            line,
             app,
             start,
             out,
@@ -443,6 +454,9 @@ impl Call {
     /// One REST hang-up (when Twilio credentials are configured).
     async fn hang_up(&self) {
         let Some(rest) = &self.app.rest else { return };
+        if self.line == Line::Browser {
+            return;
+        }
         if self.start.call_sid.trim().is_empty() {
             return;
         }

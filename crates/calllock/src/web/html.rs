@@ -57,6 +57,7 @@ pub fn page(title: &str, body: &str) -> String {
          <meta name=\"viewport\" content=\"width=device-width\"><title>{} — CallLock</title>\
          <style>{CSS}</style></head><body><header><b>CallLock</b>\
          <a href=\"/\">Calls</a><a href=\"/outbox\">Outbox</a><a href=\"/status\">Health</a>\
+         <a href=\"/phone\">Phone</a>\
          </header><main>{body}</main><script>{JS}</script></body></html>",
         esc(title)
     )

@@ -8,6 +8,7 @@
 //! | `/calls/{id}` | one call: transcript, states, tools, fields, deliveries, turn latency ([`call`]) |
 //! | `/outbox` | deliveries waiting, why, next attempt; retry now ([`outbox`]) |
 //! | `/status` | the server's health: vendors, breakers, database, version |
+//! | `/phone` | the browser phone: call the agent with the microphone ([`phone`]) |
 //!
 //! Every page needs the signed-in operator's session ([`crate::operator`]);
 //! without one it redirects to `/login`.
@@ -16,6 +17,7 @@ pub mod call;
 pub mod calls;
 pub mod html;
 pub mod outbox;
+pub mod phone;
 
 use crate::serve::App;
 use axum::extract::State;
@@ -31,6 +33,8 @@ pub(crate) fn router() -> axum::Router<Arc<App>> {
         .route("/calls/{id}", get(call::page))
         .route("/outbox", get(outbox::page))
         .route("/status", get(status))
+        .route("/phone", get(phone::page))
+        .route("/ws/phone", get(phone::socket))
 }
 
 /// The operator's session (else answer [`to_login`]).
