@@ -69,7 +69,14 @@ async fn every_page_needs_a_session() {
         .redirect(reqwest::redirect::Policy::none())
         .build()
         .unwrap();
-    for path in ["/", "/calls/CA1", "/outbox", "/status", "/?fragment=1"] {
+    for path in [
+        "/",
+        "/calls/CA1",
+        "/outbox",
+        "/status",
+        "/phone",
+        "/?fragment=1",
+    ] {
         let r = client
             .get(format!("http://{}{path}", s.server.addr))
             .header("cookie", "calllock_session=forged")
@@ -212,5 +219,43 @@ async fn the_outbox_and_health_pages() {
     assert_eq!(status, 200);
     assert!(health.contains("version") && health.contains(env!("CARGO_PKG_VERSION")));
     assert!(health.contains("vendors.speech.ears"), "{health}");
+    s.server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_phone_socket_needs_a_session_and_the_dashboards_origin() {
+    use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+    use tokio_tungstenite::tungstenite::Error;
+    let s = serve_dashboard().await;
+    let b = Browser::signed_in(&s).await;
+    let url = format!("ws://{}/ws/phone", s.server.addr);
+    let origin = format!("http://{}", s.server.addr);
+    let status = |r: Result<_, Error>| match r {
+        Ok(_) => 101,
+        Err(Error::Http(resp)) => resp.status().as_u16(),
+        Err(e) => panic!("{e}"),
+    };
+    let attempt = |cookie: String, origin: String| {
+        let mut req = url.as_str().into_client_request().unwrap();
+        req.headers_mut().insert("cookie", cookie.parse().unwrap());
+        req.headers_mut().insert("origin", origin.parse().unwrap());
+        tokio_tungstenite::connect_async(req)
+    };
+    let forged = "calllock_session=forged".to_string();
+    assert_eq!(
+        status(attempt(forged, origin.clone()).await.map(|_| ())),
+        403
+    );
+    let elsewhere = "http://evil.example".to_string();
+    assert_eq!(
+        status(attempt(b.cookie.clone(), elsewhere).await.map(|_| ())),
+        403
+    );
+    // Signed in, from the dashboard: a call's socket (closed at once).
+    let (mut ws, _) = attempt(b.cookie.clone(), origin).await.unwrap();
+    ws.close(None).await.unwrap();
+    let (status, page) = b.page("/phone").await;
+    assert_eq!(status, 200);
+    assert!(page.contains("Call the agent") && page.contains("/ws/phone"));
     s.server.stop().await;
 }
