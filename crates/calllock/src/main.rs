@@ -104,6 +104,18 @@ enum Command {
         #[arg(long)]
         allow_unsigned: bool,
     },
+    /// The operator's web dashboard on this machine, for someone who makes
+    /// calls with `chat`, `demo` or `voice` rather than a phone number:
+    /// the calls of this database, live and finished, each call's page,
+    /// the outbox, health, and the browser phone (/phone). It is `serve`
+    /// bound to 127.0.0.1 (so it answers Twilio's endpoints too, locally).
+    /// Sign in with the operator password (`calllock operator password`
+    /// sets it).
+    Web {
+        /// Port (default: $PORT, else serve.port, else 8765).
+        #[arg(long, value_name = "PORT")]
+        port: Option<u16>,
+    },
     /// Ask a running `calllock serve` whether it is healthy (GET /health):
     /// prints its answer; exit status 1 unless it answers 200 within 3 s
     /// (503 `draining` while it shuts down). For container health checks.
@@ -318,7 +330,7 @@ fn main() {
     }
     // The server handles many calls at once: all cores. Everything else
     // is one conversation on one thread.
-    let rt = if matches!(cli.command, Command::Serve { .. }) {
+    let rt = if matches!(cli.command, Command::Serve { .. } | Command::Web { .. }) {
         tokio::runtime::Builder::new_multi_thread()
             .enable_all()
             .build()
@@ -437,6 +449,16 @@ async fn run(cli: Cli) -> Result<()> {
                 cfg.serve.bind = b;
             }
             calllock::serve::run(cfg, calllock::serve::ServeOptions { allow_unsigned }).await
+        }
+        Command::Web { port } => {
+            if let Some(p) = port {
+                cfg.serve.port = p;
+            }
+            cfg.serve.bind = "127.0.0.1".into();
+            let opts = calllock::serve::ServeOptions {
+                allow_unsigned: false,
+            };
+            calllock::serve::run(cfg, opts).await
         }
         Command::Dial {
             url,

@@ -604,3 +604,54 @@ fn agenda_lists_owed_callbacks_appointments_and_leads() {
         .iter()
         .all(|c| c["status"] == "open"));
 }
+
+#[test]
+fn web_serves_the_dashboard_on_loopback_behind_sign_in() {
+    use std::io::BufRead;
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = bin()
+        .args(["web", "--port", "0"])
+        .env("CALLLOCK_DATABASE", dir.path().join("calls.db"))
+        .env("CALLLOCK_LOCAL_SPEECH", "off")
+        .env_remove("PORT")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut lines = Vec::new();
+    for _ in 0..4 {
+        let mut l = String::new();
+        out.read_line(&mut l).unwrap();
+        lines.push(l);
+    }
+    let addr = lines[0]
+        .trim()
+        .strip_prefix("listening on http://")
+        .unwrap_or_else(|| panic!("{lines:?}"))
+        .to_string();
+    assert!(addr.starts_with("127.0.0.1:"), "loopback only: {addr}");
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains("dashboard: http://127.0.0.1:")),
+        "{lines:?}"
+    );
+    // A plain HTTP/1.0 request: the dashboard sends a visitor to sign in.
+    let get = |path: &str| {
+        let mut s = std::net::TcpStream::connect(&addr).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        write!(s, "GET {path} HTTP/1.0\r\nHost: {addr}\r\n\r\n").unwrap();
+        let mut answer = String::new();
+        std::io::Read::read_to_string(&mut s, &mut answer).unwrap();
+        answer
+    };
+    let home = get("/");
+    assert!(home.starts_with("HTTP/1.0 303"), "{home}");
+    assert!(home.to_lowercase().contains("location: /login"), "{home}");
+    let login = get("/login");
+    assert!(login.starts_with("HTTP/1.0 200"), "{login}");
+    assert!(login.contains("Operator password"), "{login}");
+    let _ = child.kill();
+    let _ = child.wait();
+}

@@ -339,6 +339,9 @@ pub async fn run(cfg: Config, opts: ServeOptions) -> Result<()> {
         },
         server.addr
     );
+    println!(
+        "  dashboard: {base}/   (sign in with the operator password; `calllock operator password` sets it)"
+    );
     shutdown_on_signals(&server, grace).await;
     server.stop().await;
     Ok(())
