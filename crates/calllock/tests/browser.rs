@@ -84,13 +84,7 @@ async fn an_operator_signs_in_and_watches_a_call_live_then_reads_it() {
     assert_eq!(b.url().await, format!("{base}/"), "no navigation happened");
 
     // The booking runs to its end; the row turns finished in place.
-    let lines = booking_lines();
-    for line in &lines[..8] {
-        c.turn(line).await;
-    }
-    c.until_said("all set").await;
-    c.turn(lines.last().unwrap()).await;
-    c.finish().await;
+    finish_booking(c).await;
     s.record(&sid).await;
     let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
     while !b.all(".pill.live").await.is_empty() {

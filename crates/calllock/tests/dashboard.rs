@@ -115,13 +115,7 @@ async fn a_call_shows_live_then_finished_with_its_page() {
     assert!(!live_page.contains("<span data-final"));
 
     // The rest of the booking.
-    let lines = booking_lines();
-    for line in &lines[..8] {
-        c.turn(line).await;
-    }
-    c.until_said("all set").await;
-    c.turn(lines.last().unwrap()).await;
-    c.finish().await;
+    finish_booking(c).await;
     s.record(&sid).await;
 
     let (_, list) = b.page("/?fragment=1").await;

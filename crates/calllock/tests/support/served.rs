@@ -261,8 +261,16 @@ pub fn booking_lines() -> Vec<String> {
 /// then "all set"), then the goodbye. Returns the call SID, the phone's
 /// log and the caller lines said.
 pub async fn booking_call(s: &Served) -> (String, PhoneLog, Vec<String>) {
-    let mut c = Caller::call(&s.dial("+15125559876")).await;
+    let c = Caller::call(&s.dial("+15125559876")).await;
     let sid = c.sid();
+    let (log, said) = finish_booking(c).await;
+    (sid, log, said)
+}
+
+/// Say the booking's caller lines on a call already answered, through
+/// the read-back, the booking and the goodbye; the phone's log and the
+/// lines said.
+pub async fn finish_booking(mut c: Caller) -> (PhoneLog, Vec<String>) {
     let lines_said = booking_lines();
     let (to_confirm, bye) = (&lines_said[..8], lines_said.last().unwrap());
     for line in to_confirm {
@@ -271,7 +279,7 @@ pub async fn booking_call(s: &Served) -> (String, PhoneLog, Vec<String>) {
     c.until_said("all set").await;
     c.turn(bye).await;
     let said = to_confirm.iter().chain([bye]).cloned().collect();
-    (sid, c.finish().await, said)
+    (c.finish().await, said)
 }
 
 /// Script the fake Twilio REST API to accept the hang-up of `call_sid`;
