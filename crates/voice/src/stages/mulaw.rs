@@ -1,7 +1,7 @@
 //! Decode the caller's G.711 µ-law audio to 16-bit PCM (Twilio sends µ-law
 //! at 8 kHz); PCM passes through untouched.
 
-use crate::frames::{Audio, Data, Encoding, Frame};
+use crate::frames::{Data, Frame};
 use crate::stage::{Ctx, Direction, Stage};
 
 /// µ-law → PCM16 for caller audio.
@@ -15,9 +15,8 @@ impl Stage for MuLawDecode {
     fn handle(&mut self, frame: Frame, dir: Direction, ctx: &mut Ctx<'_>) {
         match frame {
             Frame::Data(d) => match d.data {
-                Data::InputAudio(a) if a.encoding == Encoding::MuLaw => {
-                    let pcm = Audio::pcm16(audio::mulaw::decode_to_pcm16le(&a.bytes), a.rate);
-                    ctx.push(Frame::data(d.epoch, Data::InputAudio(pcm)));
+                Data::InputAudio(a) => {
+                    ctx.push(Frame::data(d.epoch, Data::InputAudio(a.into_pcm16())));
                 }
                 data => ctx.push(Frame::data(d.epoch, data)),
             },

@@ -63,10 +63,7 @@ impl<D: SpeechDetector> Stage for VadStage<D> {
         // of its own: one task hop less for every 20 ms of every call.
         let frame = match frame {
             Frame::Data(d) => match d.data {
-                Data::InputAudio(a) if a.encoding == Encoding::MuLaw => {
-                    let pcm = Audio::pcm16(audio::mulaw::decode_to_pcm16le(&a.bytes), a.rate);
-                    Frame::data(d.epoch, Data::InputAudio(pcm))
-                }
+                Data::InputAudio(a) => Frame::data(d.epoch, Data::InputAudio(a.into_pcm16())),
                 data => Frame::data(d.epoch, data),
             },
             f => f,
