@@ -10,6 +10,8 @@
 //! Without Chromium the test says SKIP and why; `.ci/run` installs it, so CI
 //! never skips.
 
+#[path = "support/needs.rs"]
+mod needs;
 #[path = "support/served.rs"]
 mod served;
 #[path = "support/webdriver.rs"]
@@ -17,7 +19,7 @@ mod webdriver;
 
 use served::*;
 use std::time::Duration;
-use webdriver::Browser;
+use webdriver::{until, Browser};
 
 const PASSWORD: &str = "browser password";
 
@@ -26,17 +28,7 @@ const PASSWORD: &str = "browser password";
 static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 fn skip(test: &str) -> bool {
-    match webdriver::missing() {
-        Some(why) => {
-            assert!(
-                std::env::var_os("CI").is_none(),
-                "{test} must run in CI, but {why}"
-            );
-            eprintln!("SKIP {test}: {why}");
-            true
-        }
-        None => false,
-    }
+    needs::skip(test, webdriver::missing())
 }
 
 async fn serve_dashboard() -> Served {
@@ -86,14 +78,17 @@ async fn an_operator_signs_in_and_watches_a_call_live_then_reads_it() {
     // The booking runs to its end; the row turns finished in place.
     finish_booking(c).await;
     s.record(&sid).await;
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
-    while !b.all(".pill.live").await.is_empty() {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "the row never stopped being live"
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+    until(
+        Duration::from_secs(20),
+        "the row no longer live",
+        || async {
+            match b.all(".pill.live").await.len() {
+                0 => Ok(()),
+                n => Err(format!("{n} live pill(s)")),
+            }
+        },
+    )
+    .await;
     let list = b
         .wait_for_text("booking confirmed", Duration::from_secs(10))
         .await;
@@ -187,19 +182,15 @@ async fn the_outbox_retry_works_and_a_change_without_the_csrf_token_is_refused()
     // The button (which sends the token) makes the first one due now.
     let form = format!("form[action=\"/api/outbox/{}/retry\"]", ids[0]);
     b.click(&b.find(&format!("{form} button")).await).await;
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-    loop {
+    until(Duration::from_secs(10), "the retry's answer", || async {
         let out = b.find(&format!("{form} output")).await;
         let said = b.text(&out).await;
-        if said.contains("retrying now") {
-            break;
+        match said.contains("retrying now") {
+            true => Ok(()),
+            false => Err(format!("{said:?}")),
         }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "the retry never answered: {said:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    })
+    .await;
     b.screenshot("outbox-retried").await;
     // What the store says: the first is due (or already tried), the one
     // the forged request named still waits an hour.
@@ -227,34 +218,10 @@ async fn sign_in(b: &Browser, base: &str) {
     assert_eq!(b.url().await, format!("{base}/"));
 }
 
-/// Why the browser phone cannot be tested with real speech here.
-fn no_local_speech() -> Option<String> {
-    if !cfg!(feature = "local-speech") {
-        return Some("built without --features local-speech".into());
-    }
-    let model = std::env::var("CALLLOCK_WHISPER_MODEL")
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(|_| speech::install::default_whisper_model());
-    (!model.is_file()).then(|| {
-        format!(
-            "no Whisper model at {} (run scripts/setup-local-speech)",
-            model.display()
-        )
-    })
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_browser_phone_holds_a_call_from_a_microphone() {
     let test = "the_browser_phone_holds_a_call_from_a_microphone";
-    if skip(test) {
-        return;
-    }
-    if let Some(why) = no_local_speech() {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "{test} must run in CI, but {why}"
-        );
-        eprintln!("SKIP {test}: {why}");
+    if skip(test) || needs::skip(test, needs::local_speech_missing()) {
         return;
     }
     let _one = ONE_AT_A_TIME.lock().await;

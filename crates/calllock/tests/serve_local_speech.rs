@@ -10,36 +10,14 @@
 //! without them each test says SKIP and why (and fails under CI, which
 //! must test the real stack).
 
+#[path = "support/needs.rs"]
+mod needs;
 #[path = "support/served.rs"]
 mod served;
 
-use std::path::PathBuf;
-
-/// Why local speech cannot be tested here, if it cannot.
-fn missing() -> Option<String> {
-    if !cfg!(feature = "local-speech") {
-        return Some("built without --features local-speech".into());
-    }
-    let model = speech::install::default_whisper_model();
-    let model = std::env::var("CALLLOCK_WHISPER_MODEL")
-        .map(PathBuf::from)
-        .unwrap_or(model);
-    (!model.is_file()).then(|| {
-        format!(
-            "no Whisper model at {} (run scripts/setup-local-speech)",
-            model.display()
-        )
-    })
-}
-
 /// SKIP with the reason, or fail under CI.
 fn skip_unless_installed(test: &str) -> bool {
-    let Some(why) = missing() else { return false };
-    if std::env::var_os("CI").is_some() {
-        panic!("{test}: local speech is missing under CI: {why}");
-    }
-    eprintln!("SKIP {test}: {why}");
-    true
+    needs::skip(test, needs::local_speech_missing())
 }
 
 #[cfg(feature = "local-speech")]

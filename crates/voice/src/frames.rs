@@ -169,7 +169,9 @@ impl Audio {
     /// The same audio as PCM16 (µ-law decoded; PCM16 as it is).
     pub fn into_pcm16(self) -> Self {
         match self.encoding {
-            Encoding::MuLaw => Audio::pcm16(audio::mulaw::decode_to_pcm16le(&self.bytes), self.rate),
+            Encoding::MuLaw => {
+                Audio::pcm16(audio::mulaw::decode_to_pcm16le(&self.bytes), self.rate)
+            }
             Encoding::Pcm16 => self,
         }
     }

@@ -17,6 +17,23 @@ pub const CHROMEDRIVER: &str = "/usr/bin/chromedriver";
 /// The W3C key naming an element reference in WebDriver answers.
 const ELEMENT: &str = "element-6066-11e4-a52e-4f735466cecf";
 
+/// Ask `probe` every 100 ms until it answers `Ok`, for at most `limit`;
+/// otherwise fail, naming `what` and the probe's last answer.
+pub async fn until<T, F, Fut>(limit: Duration, what: &str, mut probe: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T, String>>,
+{
+    let deadline = Instant::now() + limit;
+    loop {
+        match probe().await {
+            Ok(v) => return v,
+            Err(last) => assert!(Instant::now() < deadline, "{what} within {limit:?}: {last}"),
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
 /// Why the browser tests cannot run here (`None`: they can).
 pub fn missing() -> Option<String> {
     for p in [CHROMIUM, CHROMEDRIVER] {
@@ -62,16 +79,14 @@ impl Browser {
         let base = format!("http://127.0.0.1:{port}");
         let http = reqwest::Client::new();
         // chromedriver answers /status once it listens.
-        let deadline = Instant::now() + Duration::from_secs(20);
-        loop {
-            if let Ok(r) = http.get(format!("{base}/status")).send().await {
-                if r.status().is_success() {
-                    break;
-                }
+        until(Duration::from_secs(20), "chromedriver started", || async {
+            match http.get(format!("{base}/status")).send().await {
+                Ok(r) if r.status().is_success() => Ok(()),
+                Ok(r) => Err(format!("/status answered {}", r.status())),
+                Err(e) => Err(e.to_string()),
             }
-            assert!(Instant::now() < deadline, "chromedriver did not start");
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
+        })
+        .await;
         let profile = tempfile::tempdir().unwrap();
         let mut args = vec![
             "--headless=new".to_string(),
@@ -171,18 +186,13 @@ impl Browser {
 
     /// The first element matching `css`, waiting up to `limit` for it.
     pub async fn find_within(&self, css: &str, limit: Duration) -> String {
-        let deadline = Instant::now() + limit;
-        loop {
-            if let Some(e) = self.all(css).await.into_iter().next() {
-                return e;
+        until(limit, &format!("an element {css:?}"), || async {
+            match self.all(css).await.into_iter().next() {
+                Some(e) => Ok(e),
+                None => Err(format!("none on {}", self.url().await)),
             }
-            assert!(
-                Instant::now() < deadline,
-                "no element {css:?} on {}",
-                self.url().await
-            );
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
+        })
+        .await
     }
 
     /// The first element matching `css` (waiting up to 5 s).
@@ -218,23 +228,26 @@ impl Browser {
         self.run("window.__calllock_old_page = true; return null")
             .await;
         self.click(element).await;
-        let deadline = Instant::now() + Duration::from_secs(10);
-        loop {
-            // Mid-navigation a script may find no page to run in: try again.
-            let v = self
-                .try_call(
-                    "POST",
-                    &self.s("/execute/sync"),
-                    json!({"script": "return window.__calllock_old_page === undefined \
+        until(
+            Duration::from_secs(10),
+            "a new page after the click",
+            || async {
+                // Mid-navigation a script may find no page to run in: try again.
+                let v = self
+                    .try_call(
+                        "POST",
+                        &self.s("/execute/sync"),
+                        json!({"script": "return window.__calllock_old_page === undefined \
                         && document.readyState === 'complete'", "args": []}),
-                )
-                .await;
-            if v.ok().and_then(|v| v.as_bool()) == Some(true) {
-                return;
-            }
-            assert!(Instant::now() < deadline, "no new page after the click");
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
+                    )
+                    .await?;
+                match v.as_bool() {
+                    Some(true) => Ok(()),
+                    _ => Err(format!("still {}", self.url().await)),
+                }
+            },
+        )
+        .await
     }
 
     /// An element's rendered text.
@@ -257,19 +270,15 @@ impl Browser {
 
     /// Wait up to `limit` until the page's text contains `needle`.
     pub async fn wait_for_text(&self, needle: &str, limit: Duration) -> String {
-        let deadline = Instant::now() + limit;
-        loop {
+        until(limit, &format!("{needle:?} on the page"), || async {
             let t = self.body_text().await;
             if t.contains(needle) {
-                return t;
+                Ok(t)
+            } else {
+                Err(format!("{}: {t}", self.url().await))
             }
-            assert!(
-                Instant::now() < deadline,
-                "{needle:?} never appeared on {}: {t}",
-                self.url().await
-            );
-            tokio::time::sleep(Duration::from_millis(200)).await;
-        }
+        })
+        .await
     }
 
     /// Run `script` in the page (`arguments[0]` is a callback to call with
