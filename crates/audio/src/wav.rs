@@ -141,6 +141,13 @@ pub fn write_wav_mulaw(sample_rate: u32, channels: u16, mulaw_bytes: &[u8]) -> V
     out
 }
 
+/// The 44-byte header of a G.711 µ-law WAV file whose `data_len` bytes
+/// of audio follow it, for a writer that streams the data itself (an odd
+/// `data_len` needs a pad byte after the data).
+pub fn mulaw_header(sample_rate: u32, channels: u16, data_len: usize) -> Vec<u8> {
+    header(FORMAT_MULAW, sample_rate, channels, 8, data_len)
+}
+
 fn u16_at(b: &[u8], at: usize) -> u16 {
     u16::from_le_bytes([b[at], b[at + 1]])
 }

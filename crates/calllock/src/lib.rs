@@ -21,6 +21,7 @@ pub mod metrics;
 pub mod operator;
 pub mod ops;
 pub mod record;
+pub mod recording;
 pub mod script;
 pub mod serve;
 pub mod sim;

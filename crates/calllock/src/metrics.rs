@@ -26,6 +26,7 @@
 //! | `calllock_llm_fallbacks_total` | counter | `kind` | LLM answers replaced by the offline responder |
 //! | `calllock_outbox_depth` | gauge | | deliveries waiting (dashboard, alerts) |
 //! | `calllock_outbox_oldest_age_seconds` | gauge | | age of the oldest waiting delivery |
+//! | `calllock_recording_dropped_total` | counter | | half seconds of call audio left out of recordings (the disk fell behind) |
 //!
 //! The gauges and the player counters are read when scraped ([`render`]);
 //! the rest are recorded where they happen.
@@ -47,6 +48,7 @@ pub const STT_FALLBACKS: &str = "calllock_stt_fallbacks_total";
 pub const TTS_BREAKER_OPEN: &str = "calllock_tts_breaker_open";
 pub const OUTBOX_DEPTH: &str = "calllock_outbox_depth";
 pub const OUTBOX_OLDEST_AGE: &str = "calllock_outbox_oldest_age_seconds";
+pub const RECORDING_DROPPED: &str = "calllock_recording_dropped_total";
 
 /// Histogram buckets of turn milestones (seconds).
 const TURN_BUCKETS: &[f64] = &[0.1, 0.2, 0.3, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 5.0, 10.0];
@@ -111,6 +113,10 @@ fn describe() {
         "Caller audio frames dropped because the pipeline fell behind."
     );
     describe_counter!(PLAYER_FRAMES, "Agent audio frames sent to callers.");
+    describe_counter!(
+        RECORDING_DROPPED,
+        "Half seconds of call audio left out of recordings (the disk fell behind)."
+    );
     describe_counter!(
         PLAYER_FRAMES_LATE,
         "Agent audio frames sent 20 ms or more late."

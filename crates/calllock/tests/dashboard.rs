@@ -2,7 +2,7 @@
 //! page refused without a session; the calls list with a call while it is
 //! live and after it ends, filtered; the call page with its transcript,
 //! states, tools, fields and latency chart; the outbox with its retry
-//! button; the health page.
+//! button; the health page; a call's recording, both sides of it.
 
 #[path = "support/served.rs"]
 mod served;
@@ -76,6 +76,7 @@ async fn every_page_needs_a_session() {
         "/status",
         "/phone",
         "/?fragment=1",
+        "/calls/CA1/recording.wav",
     ] {
         let r = client
             .get(format!("http://{}{path}", s.server.addr))
@@ -251,5 +252,148 @@ async fn the_phone_socket_needs_a_session_and_the_dashboards_origin() {
     let (status, page) = b.page("/phone").await;
     assert_eq!(status, 200);
     assert!(page.contains("Call the agent") && page.contains("/ws/phone"));
+    s.server.stop().await;
+}
+
+impl Browser {
+    async fn get(&self, path: &str, range: Option<&str>) -> reqwest::Response {
+        let mut r = self
+            .client
+            .get(format!("{}{path}", self.base))
+            .header("cookie", &self.cookie);
+        if let Some(range) = range {
+            r = r.header("range", range);
+        }
+        r.send().await.unwrap()
+    }
+}
+
+/// The speech-codec words on one side of a recording (µ-law bytes), in
+/// order: a word starts where a frame begins with the codec's word mark.
+fn words_on(side: &[u8]) -> Vec<String> {
+    use voice::offline::codec::{decode_mulaw, Decoded, FRAME_SAMPLES_8K};
+    let mut words = Vec::new();
+    let mut i = 0;
+    while i + FRAME_SAMPLES_8K <= side.len() {
+        if side[i] == 0x80 {
+            if let Decoded::Word(w) = decode_mulaw(&side[i..i + FRAME_SAMPLES_8K]) {
+                words.push(w);
+                i += FRAME_SAMPLES_8K;
+                continue;
+            }
+        }
+        i += 1;
+    }
+    words
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_finished_call_can_be_listened_to() {
+    let s = serve_dashboard().await;
+    let b = Browser::signed_in(&s).await;
+    let mut c = Caller::call(&s.dial("+15125559876")).await;
+    let sid = c.sid();
+    c.agent_turn().await;
+    let (_, live) = b.page(&format!("/calls/{sid}")).await;
+    assert!(
+        live.contains("Recording; it can be played when the call ends"),
+        "{live}"
+    );
+    let (_, said) = finish_booking(c).await;
+    let record = s.record(&sid).await;
+
+    // The page offers it as soon as the call is finished.
+    let (_, page) = b.page(&format!("/calls/{sid}")).await;
+    let src = format!("/calls/{sid}/recording.wav");
+    assert!(
+        page.contains(&format!(
+            "<audio id=\"recording\" controls preload=\"metadata\" src=\"{src}\""
+        )),
+        "{page}"
+    );
+
+    let r = b.get(&src, None).await;
+    assert_eq!(r.status(), 200);
+    assert_eq!(r.headers()["content-type"], "audio/wav");
+    assert_eq!(r.headers()["accept-ranges"], "bytes");
+    assert_eq!(r.headers()["cache-control"], "private, no-store");
+    let wav = r.bytes().await.unwrap();
+    let w = audio::wav::read_wav(&wav).unwrap();
+    assert_eq!((w.sample_rate, w.channels), (8000, 2));
+    // As long as the call, give or take the hang-up.
+    let call_s = (record.ended_at.unwrap() - record.started_at).num_milliseconds() as f64 / 1000.0;
+    let heard_s = w.frames() as f64 / 8000.0;
+    assert!(
+        heard_s > 5.0 && (heard_s - call_s).abs() < 3.0,
+        "recording {heard_s:.1} s, call {call_s:.1} s"
+    );
+    // Left: everything the caller said; right: the agent, greeting first;
+    // on one clock: the caller speaks after the greeting.
+    let data = &wav[44..];
+    let caller: Vec<u8> = data.iter().step_by(2).copied().collect();
+    let agent: Vec<u8> = data.iter().skip(1).step_by(2).copied().collect();
+    let (caller_words, agent_words) = (words_on(&caller), words_on(&agent));
+    let said_words: Vec<String> = said
+        .iter()
+        .flat_map(|l| l.split_whitespace().map(str::to_string))
+        .collect();
+    assert_eq!(caller_words, said_words, "the caller's side");
+    assert_eq!(
+        agent_words[..3],
+        ["Thanks", "for", "calling"],
+        "{agent_words:?}"
+    );
+    assert!(
+        agent_words.iter().any(|w| w.contains("set")),
+        "{agent_words:?}"
+    );
+    let first = |side: &[u8], word: &str| {
+        (0..side.len() - 160)
+            .find(|&i| {
+                side[i] == 0x80
+                    && voice::offline::codec::decode_mulaw(&side[i..i + 160])
+                        == voice::offline::codec::Decoded::Word(word.into())
+            })
+            .unwrap_or_else(|| panic!("{word} not found"))
+    };
+    assert!(
+        first(&agent, "calling") < first(&caller, &said_words[0]),
+        "one clock"
+    );
+
+    // Seeking: a range of it.
+    let r = b.get(&src, Some("bytes=0-43")).await;
+    assert_eq!(r.status(), 206);
+    assert_eq!(&r.bytes().await.unwrap()[..4], b"RIFF");
+    // Nothing else is served from the folder.
+    for path in [
+        "/calls/CA_nope/recording.wav",
+        "/calls/..%2Fcalls.db/recording.wav",
+    ] {
+        assert_eq!(b.get(path, None).await.status(), 404, "{path}");
+    }
+    s.server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_recording_off_nothing_is_recorded_and_the_page_says_so() {
+    let hash = calllock::operator::hash_password(PASSWORD).unwrap();
+    let s = serve_with(|c| {
+        c.serve.operator_password_hash = hash;
+        c.recording.enabled = false;
+    })
+    .await;
+    let b = Browser::signed_in(&s).await;
+    let mut c = Caller::call(&s.dial("+15125559876")).await;
+    let sid = c.sid();
+    c.agent_turn().await;
+    c.phone.as_ref().unwrap().hang_up();
+    c.finish().await;
+    s.record(&sid).await;
+    let (_, page) = b.page(&format!("/calls/{sid}")).await;
+    assert!(page.contains("Calls are not recorded"), "{page}");
+    let r = b.get(&format!("/calls/{sid}/recording.wav"), None).await;
+    assert_eq!(r.status(), 404);
+    assert!(!s.cfg.database.with_file_name("recordings").exists());
     s.server.stop().await;
 }

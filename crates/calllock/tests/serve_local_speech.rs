@@ -100,6 +100,13 @@ mod real {
             .collect::<Vec<_>>()
             .join(" ")
     }
+
+    /// Joe's first line ("my AC stopped cooling last night") as Whisper
+    /// may hear it through the phone's 8 kHz µ-law: "stopped" sometimes
+    /// comes out "stop" or "stops". The meaning is what the record needs.
+    pub fn heard_stopped_cooling(normed: &str) -> bool {
+        normed.contains("stop") && normed.contains("cooling")
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -203,9 +210,7 @@ async fn a_booking_call_in_real_speech() {
             "agent side: {agent:?}"
         );
         assert!(
-            caller
-                .first()
-                .is_some_and(|l| l.contains("stopped cooling")),
+            caller.first().is_some_and(|l| heard_stopped_cooling(l)),
             "caller side: {caller:?}"
         );
         let starts: Vec<f64> = said.iter().map(|l| l.start).collect();
@@ -453,7 +458,7 @@ async fn a_call_whose_deepgram_goes_silent_goes_on_with_whisper() {
             .map(|(_, t)| norm(t))
             .collect();
         assert!(
-            caller.iter().any(|t| t.contains("stopped cooling")),
+            caller.iter().any(|t| heard_stopped_cooling(t)),
             "the problem in the record: {caller:?}"
         );
         assert!(

@@ -11,9 +11,11 @@ use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
 mod local_speech;
+mod recording;
 mod serve;
 mod speech;
 pub use local_speech::SpeechSection;
+pub use recording::RecordingSection;
 pub use serve::{ServeSection, TwilioSection};
 pub use speech::{DeepgramSection, InworldSection, TtsSection};
 
@@ -245,6 +247,7 @@ pub struct Config {
     pub inworld: InworldSection,
     pub tts: TtsSection,
     pub speech: SpeechSection,
+    pub recording: RecordingSection,
 }
 
 impl Default for Config {
@@ -266,6 +269,7 @@ impl Default for Config {
             inworld: InworldSection::default(),
             tts: TtsSection::default(),
             speech: SpeechSection::default(),
+            recording: RecordingSection::default(),
         }
     }
 }
@@ -557,6 +561,8 @@ pub fn load_from(path: Option<&Path>, env: &[(String, String)]) -> Result<Config
     problems.extend(speech::tts_problems(&cfg.tts));
     local_speech::apply_env(&mut cfg.speech, &get);
     problems.extend(local_speech::problems(&cfg.speech));
+    recording::apply_env(&mut cfg.recording, &get, &mut problems);
+    problems.extend(recording::problems(&cfg.recording));
     problems.extend(vendor_problems(&cfg));
     if problems.is_empty() {
         Ok(cfg)
@@ -777,6 +783,15 @@ model = "inworld-tts-1.5-max"
 first_audio_timeout_s = 5.0  # then the fallback voice says the line
 breaker_failures = 3         # failed lines in a row (any call) that open the breaker
 breaker_cooldown_s = 60.0    # open: every line goes to the fallback this long
+
+# Both sides of every served call as a WAV file (left the caller, right the
+# agent) the dashboard plays. Many places require telling callers a call is
+# recorded: say so in business.greeting, or turn this off. Env:
+# CALLLOCK_RECORDING (on/off), CALLLOCK_RECORDINGS_DIR.
+[recording]
+enabled = true
+dir = ""                     # empty: recordings/ beside the SQLite database
+keep_days = 90               # older recordings are deleted; 0 keeps them forever
 "#;
 
 #[cfg(test)]
@@ -812,6 +827,7 @@ mod tests {
         assert_eq!(c.deepgram, DeepgramSection::default());
         assert_eq!(c.inworld, InworldSection::default());
         assert_eq!(c.tts, TtsSection::default());
+        assert_eq!(c.recording, RecordingSection::default());
     }
 
     #[test]

@@ -57,6 +57,8 @@ pub struct App {
     pub voices: speech::Voices,
     /// The operator's sessions and sign-in failures.
     pub operator: crate::operator::Operator,
+    /// Where calls are recorded (`None`: recording is off or impossible).
+    pub recordings: Option<crate::recording::Recorder>,
 }
 
 /// A running server.
@@ -140,6 +142,15 @@ impl Server {
         // Metrics are recorded from the first call on (`GET /metrics`).
         crate::metrics::handle();
         let voices = speech::Voices::new(&cfg, local)?;
+        // A recording that cannot be kept must not keep calls from being
+        // answered: say why and go on without.
+        let recordings = match crate::recording::Recorder::start(&cfg) {
+            Ok(r) => r,
+            Err(e) => {
+                tracing::error!(error = format!("{e:#}"), "calls are NOT recorded");
+                None
+            }
+        };
         tracing::info!(
             voices = voices.chain.join(" → "),
             ears = voices.ears(&cfg),
@@ -157,6 +168,7 @@ impl Server {
             pacing: Arc::default(),
             operator: Default::default(),
             voices,
+            recordings,
         });
         let router = axum::Router::new()
             .route("/health", get(http::health))

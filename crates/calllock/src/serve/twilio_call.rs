@@ -11,7 +11,9 @@
 //!
 //! The first echo that proves an utterance played is also reported to the
 //! pipeline ([`FirstHeard`]): when the caller first heard the reply, the
-//! last step of the turn's latency record.
+//! last step of the turn's latency record. Both sides go to the call's
+//! [recording](crate::recording) as they pass: the caller's frames from
+//! the reader, the agent's from the sink.
 //!
 //! The call starts at Twilio's `start` message: its `callSid` is the call
 //! id (D-18), the `From` parameter the caller. It ends one of four ways:
@@ -145,12 +147,7 @@ fn caller_of(start: &Start) -> String {
 /// A usable call id: Twilio's `CA…` call SID, else a local one.
 fn call_id_of(start: &Start) -> String {
     let sid = start.call_sid.trim();
-    if !sid.is_empty()
-        && sid.len() <= 64
-        && sid
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
-    {
+    if crate::recording::usable_id(sid) {
         sid.to_string()
     } else {
         format!(
@@ -170,6 +167,8 @@ struct Call {
     ledger: SharedLedger,
     /// Each utterance's first echo, reported to the pipeline (latency).
     first_heard: FirstHeard,
+    /// Both sides of the call, when calls are recorded.
+    recording: Option<crate::recording::CallRecording>,
 }
 
 /// How the socket part of a call ended.
@@ -193,8 +192,10 @@ enum ServerEnd {
 impl Call {
     fn new(app: Arc<App>, start: Start, out: mpsc::UnboundedSender<Outgoing>, line: Line) -> Self {
         let ledger = Arc::new(Mutex::new(MarkLedger::new(app.cfg.twilio.mark_interval_ms)));
+        let call_id = call_id_of(&start);
         Call {
-            call_id: call_id_of(&start),
+            recording: app.recordings.as_ref().map(|r| r.begin(&call_id)),
+            call_id,
             caller: match line {
                 Line::Twilio => caller_of(&start),
                 Line::Browser => BROWSER_CALLER.to_string(),
@@ -243,7 +244,8 @@ impl Call {
             self.out.clone(),
             self.start.stream_sid.clone(),
             self.ledger.clone(),
-        );
+        )
+        .recorded(self.recording.clone());
         let mut call = start_call(
             CallParts {
                 engine,
@@ -274,7 +276,10 @@ impl Call {
                 msg = ws_rx.next() => {
                     let Some(Ok(msg)) = msg else { break SocketEnd::CallerGone };
                     match self.on_message(msg, &mut reader) {
-                        Step::Audio(ulaw) => {
+                        Step::Audio(ulaw, timestamp_ms) => {
+                            if let Some(r) = &self.recording {
+                                r.caller(&ulaw, timestamp_ms);
+                            }
                             if speech_lost.as_ref().is_some_and(|l| l.load(Ordering::Relaxed)) {
                                 break SocketEnd::SpeechLost;
                             }
@@ -356,6 +361,11 @@ impl Call {
             self.hang_up().await;
         }
         let _ = self.out.send(Outgoing::Close);
+        // The recording is on disk before the record says the call ended
+        // (the dashboard offers it as soon as the call is finished).
+        if let Some(r) = &self.recording {
+            r.finish(Duration::from_secs(5)).await;
+        }
         if let Some(j) = journal {
             let stats = j.close().await;
             if stats.lost > 0 {
@@ -406,7 +416,7 @@ impl Call {
         match reader.read(text.as_str()) {
             Ok(Inbound::Media(m)) => {
                 if m.track.is_empty() || m.track == "inbound" {
-                    return Step::Audio(m.payload);
+                    return Step::Audio(m.payload, m.timestamp_ms);
                 }
             }
             Ok(Inbound::Mark { name }) => {
@@ -528,6 +538,9 @@ impl Call {
         let sid = &self.start.stream_sid;
         for chunk in ulaw.chunks(320) {
             let _ = self.out.send(Outgoing::Text(media_message(sid, chunk)));
+            if let Some(r) = &self.recording {
+                r.agent(chunk);
+            }
         }
         let due = ledger(&self.ledger).sent_audio(u64::MAX, ulaw.len() as u64 / 8, true);
         if let Some(m) = due {
@@ -550,7 +563,8 @@ fn llm_of(cfg: &crate::config::Config, vendors: &crate::wiring::Vendors) -> Resp
 }
 
 enum Step {
-    Audio(Vec<u8>),
+    /// Caller audio (µ-law) and its stream timestamp (ms).
+    Audio(Vec<u8>, u64),
     Continue,
     Stop,
 }

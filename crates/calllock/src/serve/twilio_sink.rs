@@ -87,6 +87,8 @@ pub struct TwilioSink {
     ledger: SharedLedger,
     /// Agent audio sent (ms), for metrics and tests.
     sent_ms: Arc<std::sync::atomic::AtomicU64>,
+    /// The call's recording (the agent's side).
+    recording: Option<crate::recording::CallRecording>,
 }
 
 impl TwilioSink {
@@ -96,7 +98,14 @@ impl TwilioSink {
             stream_sid,
             ledger,
             sent_ms: Arc::default(),
+            recording: None,
         }
+    }
+
+    /// Record what the agent sends (and what a `clear` cut) on `recording`.
+    pub fn recorded(mut self, recording: Option<crate::recording::CallRecording>) -> Self {
+        self.recording = recording;
+        self
     }
 
     fn send(&self, text: String) {
@@ -129,6 +138,9 @@ impl AudioSink for TwilioSink {
         // 8 µ-law bytes per millisecond at 8 kHz.
         let ms = ulaw.len() as u64 / 8;
         self.send(media_message(&self.stream_sid, &ulaw));
+        if let Some(r) = &self.recording {
+            r.agent(&ulaw);
+        }
         self.sent_ms
             .fetch_add(ms, std::sync::atomic::Ordering::Relaxed);
         self.mark_if_due(id, ms, false);
@@ -137,6 +149,9 @@ impl AudioSink for TwilioSink {
     fn clear(&mut self) {
         self.send(clear_message(&self.stream_sid));
         ledger(&self.ledger).clear();
+        if let Some(r) = &self.recording {
+            r.agent_cleared();
+        }
     }
 
     fn utterance_end(&mut self, id: UtteranceId) {

@@ -3,7 +3,7 @@
 //! one as it was: the transcript (a cut-off agent line marked, with what
 //! the caller heard of it), the state timeline, the tool calls with their
 //! arguments and results, the session's fields, the post-call deliveries,
-//! and a picture of each turn's latency.
+//! a picture of each turn's latency, and the recording to listen to.
 
 use super::html::esc;
 use crate::latency::TurnLatency;
@@ -74,6 +74,7 @@ pub(super) async fn page(
         esc(&summary.revenue_tier),
         p = esc(&summary.priority_color),
     );
+    body.push_str(&super::recording::section(&app, &id, live));
     body.push_str(&transcript(&events, start));
     body.push_str(&latency_chart(&crate::latency::from_events(&events)));
     body.push_str(&timeline(&events, start));

@@ -5,7 +5,8 @@
 //! | page | shows |
 //! |---|---|
 //! | `/` | calls, live and finished, newest first, filterable ([`calls`]) |
-//! | `/calls/{id}` | one call: transcript, states, tools, fields, deliveries, turn latency ([`call`]) |
+//! | `/calls/{id}` | one call: transcript, states, tools, fields, deliveries, turn latency, the recording ([`call`]) |
+//! | `/calls/{id}/recording.wav` | the call's recording, both sides ([`recording`]) |
 //! | `/outbox` | deliveries waiting, why, next attempt; retry now ([`outbox`]) |
 //! | `/status` | the server's health: vendors, breakers, database, version |
 //! | `/phone` | the browser phone: call the agent with the microphone ([`phone`]) |
@@ -18,6 +19,7 @@ pub mod calls;
 pub mod html;
 pub mod outbox;
 pub mod phone;
+pub mod recording;
 
 use crate::serve::App;
 use axum::extract::State;
@@ -31,6 +33,7 @@ pub(crate) fn router() -> axum::Router<Arc<App>> {
     axum::Router::new()
         .route("/", get(calls::page))
         .route("/calls/{id}", get(call::page))
+        .route("/calls/{id}/recording.wav", get(recording::file))
         .route("/outbox", get(outbox::page))
         .route("/status", get(status))
         .route("/phone", get(phone::page))
