@@ -126,6 +126,20 @@ async fn an_operator_signs_in_and_watches_a_call_live_then_reads_it() {
         drawn[0].as_f64().unwrap_or(0.0) > 100.0 && drawn[1].as_f64().unwrap_or(0.0) > 20.0,
         "the chart takes room on the page: {drawn}"
     );
+    // The recording: the browser decodes it, and it plays.
+    let played = b
+        .run_async(
+            "var done=arguments[0];var a=document.getElementById('recording');\
+             if(!a){done('no player on the page');return}\
+             a.muted=true;a.play().then(function(){setTimeout(function(){\
+             done([a.duration,a.currentTime])},1500)},function(e){done('cannot play: '+e)})",
+        )
+        .await;
+    let (duration, at) = (played[0].as_f64(), played[1].as_f64());
+    assert!(
+        duration.is_some_and(|d| d > 5.0) && at.is_some_and(|t| t > 0.5),
+        "the recording as played by the browser (duration, position): {played}"
+    );
     b.screenshot("call").await;
 
     b.open(&format!("{base}/status")).await;
@@ -298,6 +312,32 @@ async fn the_browser_phone_holds_a_call_from_a_microphone() {
     assert!(
         agent.contains("leave") || agent.contains("911"),
         "the safety script was said: {agent}"
+    );
+    // The call's recording holds both sides, heard back by Whisper: the
+    // microphone on the left, the agent on the right.
+    let recording = s
+        .cfg
+        .database
+        .with_file_name("recordings")
+        .join(format!("{sid}.wav"));
+    let wav = std::fs::read(&recording).expect("the call was recorded");
+    let ear = s.server.local_speech().unwrap().recogniser().unwrap();
+    let said = calllock::transcribe::transcribe(ear.as_ref(), &wav)
+        .await
+        .unwrap();
+    let side = |channel: usize| -> String {
+        said.iter()
+            .filter(|l| l.channel == channel)
+            .map(|l| l.text.to_lowercase())
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    let (caller, agent) = (side(0), side(1));
+    assert!(caller.contains("gas"), "the caller's side: {caller:?}");
+    assert!(
+        agent.contains("thanks for calling")
+            && (agent.contains("out of the house") || agent.contains("911")),
+        "the agent's side: {agent:?}"
     );
     b.quit().await;
     s.server.stop().await;
