@@ -349,6 +349,57 @@ pub async fn health(url: &str) -> Result<()> {
     Ok(())
 }
 
+/// Whether call recordings can be kept where the configuration says.
+fn recordings_check(cfg: &Config) -> Check {
+    if !cfg.recording.enabled {
+        return Check {
+            ok: true,
+            what: "recordings",
+            detail: "off (recording.enabled = false): calls are not recorded".into(),
+        };
+    }
+    let dir = cfg.recording.dir_for(&cfg.database);
+    let probe = dir.join(".doctor-probe");
+    let writable = std::fs::create_dir_all(&dir)
+        .and_then(|_| std::fs::write(&probe, b"probe"))
+        .and_then(|_| std::fs::remove_file(&probe));
+    match writable {
+        Ok(()) => {
+            let (count, bytes) = std::fs::read_dir(&dir)
+                .map(|d| {
+                    d.flatten()
+                        .filter(|e| e.path().extension().is_some_and(|x| x == "wav"))
+                        .fold((0u64, 0u64), |(n, b), e| {
+                            (n + 1, b + e.metadata().map_or(0, |m| m.len()))
+                        })
+                })
+                .unwrap_or_default();
+            let keep = match cfg.recording.keep_days {
+                0 => "kept forever".to_string(),
+                d => format!("kept {d} days"),
+            };
+            Check {
+                ok: true,
+                what: "recordings",
+                detail: format!(
+                    "{}: writable; {count} recordings ({:.1} MB), {keep}",
+                    dir.display(),
+                    bytes as f64 / 1e6
+                ),
+            }
+        }
+        Err(e) => Check {
+            ok: false,
+            what: "recordings",
+            detail: format!(
+                "{}: cannot write there ({e}); set recording.dir (CALLLOCK_RECORDINGS_DIR) \
+                 or CALLLOCK_RECORDING=off",
+                dir.display()
+            ),
+        },
+    }
+}
+
 pub async fn doctor(cfg: &Config, config_source: &str) -> bool {
     let mut checks = vec![Check {
         ok: true,
@@ -379,6 +430,7 @@ pub async fn doctor(cfg: &Config, config_source: &str) -> bool {
             detail: format!("{e:#}"),
         }),
     }
+    checks.push(recordings_check(cfg));
     let t = Duration::from_secs(5);
     if cfg.llm.enabled() {
         let base = cfg.llm.effective_base_url().trim_end_matches('/');

@@ -211,3 +211,37 @@ async fn doctor_opens_a_deepgram_socket_with_the_key_and_names_a_refused_one() {
         "the key is never printed"
     );
 }
+
+#[test]
+fn doctor_says_where_recordings_go_and_fails_when_they_cannot_be_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let rec = dir.path().join("rec");
+    let (healthy, report) = doctor_with(&[("CALLLOCK_RECORDINGS_DIR", rec.to_str().unwrap())]);
+    assert!(healthy, "{report}");
+    let line = report
+        .lines()
+        .find(|l| l.contains("recordings"))
+        .unwrap_or_else(|| panic!("no recordings line: {report}"));
+    assert!(
+        line.starts_with("ok") && line.contains("writable") && line.contains("90 days"),
+        "{line}"
+    );
+    assert!(rec.is_dir(), "the folder is created");
+
+    let file = dir.path().join("a-file");
+    std::fs::write(&file, b"not a folder").unwrap();
+    let (healthy, report) = doctor_with(&[("CALLLOCK_RECORDINGS_DIR", file.to_str().unwrap())]);
+    assert!(!healthy, "{report}");
+    assert!(
+        report
+            .lines()
+            .any(|l| l.starts_with("FAIL") && l.contains("cannot write there")),
+        "{report}"
+    );
+    let (healthy, report) = doctor_with(&[
+        ("CALLLOCK_RECORDINGS_DIR", file.to_str().unwrap()),
+        ("CALLLOCK_RECORDING", "off"),
+    ]);
+    assert!(healthy, "{report}");
+    assert!(report.contains("calls are not recorded"), "{report}");
+}
