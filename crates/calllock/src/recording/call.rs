@@ -163,6 +163,9 @@ impl Shared {
         }
         if t.batch.is_empty() {
             t.batch_at = at;
+            // A side holds memory only while it has audio to batch (the
+            // agent is silent half the call).
+            t.batch.reserve_exact(BATCH.max(bytes.len()));
         }
         t.batch.extend_from_slice(bytes);
         t.cursor = end;
@@ -173,7 +176,7 @@ impl Shared {
         if t.batch.is_empty() {
             return;
         }
-        let bytes = std::mem::replace(&mut t.batch, Vec::with_capacity(BATCH));
+        let bytes = std::mem::take(&mut t.batch);
         self.send(Msg::Write {
             call: self.call.clone(),
             side,
@@ -204,7 +207,6 @@ impl Shared {
         for side in [Side::Caller, Side::Agent] {
             let mut t = self.track(side);
             self.flush(side, &mut t);
-            t.batch = Vec::new();
         }
         let (done, rx) = if ack {
             let (tx, rx) = tokio::sync::oneshot::channel();
