@@ -1,0 +1,159 @@
+//! One call's ADK conversation: the runner of the user's agent and the
+//! call's session in an ADK session service (which owns the history).
+//!
+//! Besides running the agent on what the caller said, the pipeline pushes
+//! facts into the session from outside a run — an interruption with the
+//! words the caller heard, a state delta, any event — as ADK events, so
+//! the session stays the one record of the conversation.
+
+use crate::interruptions;
+use adk_core::{AdkIdentity, AppName, Content, Event, EventStream, SessionId, UserId};
+use adk_runner::Runner;
+use adk_session::{AppendEventRequest, CreateRequest, GetRequest, SessionService};
+use serde_json::Value;
+use std::collections::HashMap;
+use std::sync::Arc;
+
+/// Why the bridge could not do what was asked.
+#[derive(Debug, thiserror::Error)]
+pub enum BridgeError {
+    /// An id the ADK refuses (empty, too long, odd characters).
+    #[error("not a usable ADK id: {0}")]
+    BadId(String),
+    /// The ADK failed.
+    #[error("ADK: {0}")]
+    Adk(String),
+}
+
+impl From<adk_core::AdkError> for BridgeError {
+    fn from(e: adk_core::AdkError) -> Self {
+        BridgeError::Adk(e.to_string())
+    }
+}
+
+/// One call's conversation with an ADK agent.
+#[derive(Clone)]
+pub struct AdkCall {
+    runner: Arc<Runner>,
+    sessions: Arc<dyn SessionService>,
+    identity: AdkIdentity,
+}
+
+impl AdkCall {
+    /// Start the call's session (`state`: what the agent knows before the
+    /// first word) and a runner for `agent`.
+    pub async fn start(
+        agent: Arc<dyn adk_core::Agent>,
+        sessions: Arc<dyn SessionService>,
+        app: &str,
+        call_id: &str,
+        state: HashMap<String, Value>,
+    ) -> Result<AdkCall, BridgeError> {
+        let bad = |e: adk_core::IdentityError| BridgeError::BadId(e.to_string());
+        let identity = AdkIdentity::new(
+            AppName::new(app).map_err(bad)?,
+            UserId::new("caller").map_err(bad)?,
+            SessionId::new(call_id).map_err(bad)?,
+        );
+        sessions
+            .create(CreateRequest {
+                app_name: app.to_string(),
+                user_id: identity.user_id.to_string(),
+                session_id: Some(call_id.to_string()),
+                state,
+            })
+            .await?;
+        let runner = Runner::builder()
+            .app_name(app)
+            .agent(agent)
+            .session_service(sessions.clone())
+            .build()?;
+        Ok(AdkCall {
+            runner: Arc::new(runner),
+            sessions,
+            identity,
+        })
+    }
+
+    /// Run the agent on what the caller said.
+    pub async fn run(&self, caller_said: &str) -> Result<EventStream, BridgeError> {
+        let content = Content::new("user").with_text(caller_said);
+        Ok(self
+            .runner
+            .run(
+                self.identity.user_id.clone(),
+                self.identity.session_id.clone(),
+                content,
+            )
+            .await?)
+    }
+
+    /// Append `event` to the session (outside any run).
+    pub async fn append(&self, event: Event) -> Result<(), BridgeError> {
+        self.sessions
+            .append_event_for_identity(AppendEventRequest {
+                identity: self.identity.clone(),
+                event,
+            })
+            .await?;
+        Ok(())
+    }
+
+    /// Merge `delta` into the session's state (the agent's instruction
+    /// sees it from its next model request on).
+    pub async fn push_state(&self, delta: HashMap<String, Value>) -> Result<(), BridgeError> {
+        let mut e = Event::new("calllock-pipeline");
+        e.author = "user".into();
+        e.actions.state_delta = delta;
+        self.append(e).await
+    }
+
+    /// Record that the caller talked over the agent's reply `full` and
+    /// heard only `heard` of it: the reply itself (when the agent's run
+    /// was cut before it committed it) and the interruption event.
+    pub async fn interrupted(
+        &self,
+        agent_name: &str,
+        full: &str,
+        heard: &str,
+        reply_committed: bool,
+    ) -> Result<(), BridgeError> {
+        if !reply_committed && !full.is_empty() {
+            let mut reply = Event::new("calllock-pipeline");
+            reply.author = agent_name.into();
+            reply.llm_response.content = Some(Content::new("model").with_text(full));
+            self.append(reply).await?;
+        }
+        self.append(interruptions::event(heard)).await
+    }
+
+    /// The session's events (the conversation as the ADK keeps it).
+    pub async fn events(&self) -> Result<Vec<Event>, BridgeError> {
+        let s = self
+            .sessions
+            .get(GetRequest {
+                app_name: self.identity.app_name.to_string(),
+                user_id: self.identity.user_id.to_string(),
+                session_id: self.identity.session_id.to_string(),
+                num_recent_events: None,
+                after: None,
+            })
+            .await?;
+        Ok(s.events().all())
+    }
+
+    /// The session's state now.
+    pub async fn state(&self) -> Result<HashMap<String, Value>, BridgeError> {
+        let s = self
+            .sessions
+            .get(GetRequest {
+                app_name: self.identity.app_name.to_string(),
+                user_id: self.identity.user_id.to_string(),
+                session_id: self.identity.session_id.to_string(),
+                num_recent_events: None,
+                after: None,
+            })
+            .await?;
+        Ok(s.state().all())
+    }
+}
