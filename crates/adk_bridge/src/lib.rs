@@ -5,6 +5,8 @@
 //! never compiles the ADK.
 
 #[cfg(feature = "adk")]
+pub mod conversation;
+#[cfg(feature = "adk")]
 pub mod interruptions;
 #[cfg(feature = "adk")]
 pub mod llm;

@@ -37,6 +37,13 @@ pub struct AdkCall {
     runner: Arc<Runner>,
     sessions: Arc<dyn SessionService>,
     identity: AdkIdentity,
+    /// Events the pipeline recorded that are not in the session yet, in
+    /// order. Queued without waiting (a pipeline stage cannot wait);
+    /// appended by [`AdkCall::flush`], which every run does first, so the
+    /// agent never runs on a history missing them.
+    pending: Arc<std::sync::Mutex<std::collections::VecDeque<Event>>>,
+    /// One flush at a time (the order of appends is the order queued).
+    flushing: Arc<tokio::sync::Mutex<()>>,
 }
 
 impl AdkCall {
@@ -72,11 +79,37 @@ impl AdkCall {
             runner: Arc::new(runner),
             sessions,
             identity,
+            pending: Arc::default(),
+            flushing: Arc::default(),
         })
     }
 
-    /// Run the agent on what the caller said.
+    /// Queue `event` for the session (appended by the next flush).
+    pub fn queue(&self, event: Event) {
+        self.pending
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push_back(event);
+    }
+
+    /// Append every queued event, in order.
+    pub async fn flush(&self) -> Result<(), BridgeError> {
+        let _one = self.flushing.lock().await;
+        loop {
+            let next = self
+                .pending
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .pop_front();
+            let Some(e) = next else { return Ok(()) };
+            self.append(e).await?;
+        }
+    }
+
+    /// Run the agent on what the caller said (after appending what the
+    /// pipeline queued).
     pub async fn run(&self, caller_said: &str) -> Result<EventStream, BridgeError> {
+        self.flush().await?;
         let content = Content::new("user").with_text(caller_said);
         Ok(self
             .runner
@@ -105,26 +138,22 @@ impl AdkCall {
         let mut e = Event::new("calllock-pipeline");
         e.author = "user".into();
         e.actions.state_delta = delta;
-        self.append(e).await
+        self.queue(e);
+        self.flush().await
     }
 
     /// Record that the caller talked over the agent's reply `full` and
     /// heard only `heard` of it: the reply itself (when the agent's run
-    /// was cut before it committed it) and the interruption event.
-    pub async fn interrupted(
-        &self,
-        agent_name: &str,
-        full: &str,
-        heard: &str,
-        reply_committed: bool,
-    ) -> Result<(), BridgeError> {
+    /// was cut before it committed it) and the interruption event. Queued
+    /// (see [`AdkCall::queue`]); [`flush`](AdkCall::flush) to append now.
+    pub fn interrupted(&self, agent_name: &str, full: &str, heard: &str, reply_committed: bool) {
         if !reply_committed && !full.is_empty() {
             let mut reply = Event::new("calllock-pipeline");
             reply.author = agent_name.into();
             reply.llm_response.content = Some(Content::new("model").with_text(full));
-            self.append(reply).await?;
+            self.queue(reply);
         }
-        self.append(interruptions::event(heard)).await
+        self.queue(interruptions::event(heard));
     }
 
     /// The session's events (the conversation as the ADK keeps it).

@@ -110,9 +110,8 @@ async fn an_interruption_leaves_the_model_only_the_heard_part_and_the_session_ev
     let llm = AdkLlm::new(c.clone());
     turn(&llm, "When are you free?").await;
     // The caller heard the first words and talked over the rest.
-    c.interrupted("barber", full, "We have Friday at ten,", true)
-        .await
-        .unwrap();
+    c.interrupted("barber", full, "We have Friday at ten,", true);
+    c.flush().await.unwrap();
     turn(&llm, "Saturday please").await;
     let second = &model.requests()[1];
     assert_eq!(second.said_by("model"), ["We have Friday at ten,"]);
@@ -149,9 +148,8 @@ async fn a_reply_cut_before_it_was_committed_is_recorded_with_what_was_heard() {
         })
         .collect();
     assert_eq!(so_far, "Let me ");
-    c.interrupted("barber", &so_far, "Let", false)
-        .await
-        .unwrap();
+    // Queued: the next run appends it before the agent runs.
+    c.interrupted("barber", &so_far, "Let", false);
     turn(&llm, "Actually, tomorrow").await;
     assert_eq!(model.requests()[1].said_by("model"), ["Let"]);
 }

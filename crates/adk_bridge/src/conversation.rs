@@ -1,0 +1,202 @@
+//! The conversation stage of a voice pipeline whose brain is an ADK agent.
+//!
+//! ```text
+//! … ─▶ stt ─▶ turn ─▶ AdkConversation ─▶ llm (AdkLlm) ─▶ sentences ─▶ tts ─▶ …
+//! ```
+//!
+//! Each final caller transcript becomes one request to the agent. Every
+//! reply is followed from synthesized to played (the interruption
+//! accountant, as in CallLock's own conversation stage); when the caller
+//! talks over one, the words they heard go to the ADK session as an
+//! interruption event ([`AdkCall::interrupted`]). The session itself is the
+//! history: this stage keeps no conversation of its own.
+
+use crate::llm::AdkTurn;
+use crate::session::AdkCall;
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+use voice::accountant::{Accountant, Outcome};
+use voice::floor::Floor;
+use voice::frames::{ControlFrame, Custom, Data, Frame, SystemFrame, UtteranceId};
+use voice::history::MsgId;
+use voice::stages::llm::LlmReply;
+use voice::{Ctx, Direction, Stage};
+
+#[derive(Debug, Default)]
+struct Reply {
+    /// The reply's text once the model finished (or was cut).
+    said: Option<String>,
+    /// Whether the agent's run ended on its own (the ADK committed it).
+    committed: bool,
+    /// What the caller heard, once cut off.
+    heard: Option<String>,
+    /// Handed to the accountant.
+    queued: bool,
+    /// Recorded as interrupted in the session.
+    recorded: bool,
+}
+
+/// The stage.
+pub struct AdkConversation {
+    call: AdkCall,
+    agent_name: String,
+    floor: Arc<Floor>,
+    accountant: Accountant,
+    replies: HashMap<UtteranceId, Reply>,
+    next_id: UtteranceId,
+    /// The reply being written.
+    pending: Option<UtteranceId>,
+}
+
+impl AdkConversation {
+    /// The conversation of `call` with the agent named `agent_name` (the
+    /// author of its replies in the session).
+    pub fn new(call: AdkCall, agent_name: &str, floor: Arc<Floor>) -> Self {
+        AdkConversation {
+            call,
+            agent_name: agent_name.into(),
+            floor,
+            accountant: Accountant::default(),
+            replies: HashMap::new(),
+            next_id: 1,
+            pending: None,
+        }
+    }
+
+    fn update_floor(&self) {
+        self.floor
+            .set_responding(self.pending.is_some() || !self.accountant.is_idle());
+    }
+
+    fn ask(&mut self, caller_said: String, ctx: &mut Ctx<'_>) {
+        let id = self.next_id;
+        self.next_id += 1;
+        self.replies.insert(id, Reply::default());
+        self.pending = Some(id);
+        let request = Custom::new(AdkTurn { caller_said });
+        ctx.push(Frame::data(ctx.epoch(), Data::LlmRequest { id, request }));
+        self.update_floor();
+    }
+
+    /// Record a cut-off reply once both its text and what was heard are
+    /// known (they arrive in either order).
+    fn record_if_cut(&mut self, id: UtteranceId) {
+        let Some(r) = self.replies.get_mut(&id) else {
+            return;
+        };
+        if r.recorded {
+            return;
+        }
+        let (Some(said), Some(heard)) = (&r.said, &r.heard) else {
+            return;
+        };
+        r.recorded = true;
+        self.call
+            .interrupted(&self.agent_name, said, heard, r.committed);
+        // In the session now, not only at the next run (a caller who
+        // hangs up leaves a complete record).
+        let call = self.call.clone();
+        tokio::spawn(async move {
+            if let Err(e) = call.flush().await {
+                tracing::warn!(error = %e, "cannot record the interruption in the ADK session");
+            }
+        });
+    }
+
+    fn outcomes(&mut self, outcomes: Vec<Outcome>) {
+        for o in outcomes {
+            if let Outcome::Interrupted { msg_id, heard_text } = o {
+                if let Some(r) = self.replies.get_mut(&msg_id.0) {
+                    r.heard = Some(heard_text);
+                }
+                self.record_if_cut(msg_id.0);
+            }
+        }
+        self.update_floor();
+    }
+
+    fn reply_ended(&mut self, reply: &LlmReply) {
+        if self.pending == Some(reply.id) {
+            self.pending = None;
+        }
+        if let Some(e) = &reply.error {
+            tracing::warn!(error = %e, "the ADK agent failed");
+        }
+        if let Some(r) = self.replies.get_mut(&reply.id) {
+            r.said = Some(reply.text.clone());
+            r.committed = reply.complete;
+            if !reply.complete && !r.queued && r.heard.is_none() {
+                // Cut before any of it was spoken: nothing was heard.
+                r.heard = Some(String::new());
+            }
+        }
+        self.record_if_cut(reply.id);
+        self.update_floor();
+    }
+}
+
+impl Stage for AdkConversation {
+    fn name(&self) -> &'static str {
+        "adk_conversation"
+    }
+
+    fn handle(&mut self, frame: Frame, dir: Direction, ctx: &mut Ctx<'_>) {
+        match frame {
+            // System frames reach every stage from the pipeline itself.
+            Frame::System(SystemFrame::Interrupt { .. }) => self.update_floor(),
+            Frame::System(SystemFrame::Cancel) | Frame::Control(ControlFrame::End) => {
+                let o = self.accountant.interrupt();
+                self.outcomes(o);
+            }
+            Frame::Data(d) => match d.data {
+                Data::Transcript { text, is_final } => {
+                    if is_final && !text.trim().is_empty() {
+                        self.ask(text.trim().to_string(), ctx);
+                    }
+                }
+                data => ctx.push(Frame::data(d.epoch, data)),
+            },
+            Frame::Control(c) if dir == Direction::Upstream => match c {
+                ControlFrame::SpeechSynthesized { id, text, words } => {
+                    if let Some(r) = self.replies.get_mut(&id).filter(|r| !r.queued) {
+                        r.queued = true;
+                        self.accountant.queue(MsgId(id), "");
+                    }
+                    self.accountant.extend_text(MsgId(id), &text, &words);
+                }
+                ControlFrame::SynthesisDone { id, total } => {
+                    self.accountant.set_total_audio(MsgId(id), total);
+                }
+                ControlFrame::UtteranceStarted { id } => {
+                    let o = self.accountant.played(MsgId(id), Duration::ZERO);
+                    self.outcomes(o);
+                }
+                ControlFrame::UtteranceProgress { id, played } => {
+                    let o = self.accountant.played(MsgId(id), played);
+                    self.outcomes(o);
+                }
+                ControlFrame::UtteranceFinished { id } => {
+                    let o = self.accountant.finished(MsgId(id));
+                    self.outcomes(o);
+                }
+                ControlFrame::PlaybackInterrupted { id, played } => {
+                    if let Some(id) = id {
+                        let o = self.accountant.played(MsgId(id), played);
+                        self.outcomes(o);
+                    }
+                    let o = self.accountant.interrupt();
+                    self.outcomes(o);
+                }
+                ControlFrame::Custom(c) => {
+                    if let Some(reply) = c.get::<LlmReply>().cloned() {
+                        self.reply_ended(&reply);
+                    }
+                }
+                // The turn stage above reads the floor, not these.
+                _ => {}
+            },
+            f => ctx.pass(f, dir),
+        }
+    }
+}

@@ -1,0 +1,241 @@
+//! An ADK agent as the brain of a whole voice call, in virtual time: the
+//! caller's words are encoded into audio and heard by the mock STT, the
+//! agent's replies are spoken by the mock TTS and read back from the audio
+//! that reached the caller's ear. Only the model is scripted.
+
+use adk_agent::LlmAgentBuilder;
+use adk_bridge::conversation::AdkConversation;
+use adk_bridge::interruptions::{with_interruptions, MARK};
+use adk_bridge::llm::AdkLlm;
+use adk_bridge::mock::{MockAnswer, MockModel};
+use adk_bridge::session::AdkCall;
+use adk_session::InMemorySessionService;
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::time::Instant;
+use voice::floor::Floor;
+use voice::stages::{
+    llm::LlmStage, output, resample::ResampleStage, sentences::SentenceAggregator, stt::SttStage,
+    tts::TtsStage, turn::BargeInRules, turn::TurnStage, vad::VadStage,
+};
+use voice::testkit::{CodecDetector, Ear, MockStt, MockTts, Mouth};
+
+const CPS: f64 = 15.0;
+
+struct Call {
+    adk: AdkCall,
+    model: MockModel,
+    mouth: Mouth,
+    ear: Ear,
+    floor: Arc<Floor>,
+    pipeline: voice::Pipeline,
+}
+
+async fn start(answers: Vec<MockAnswer>) -> Call {
+    let model = MockModel::new(answers);
+    model_call(model).await
+}
+
+async fn model_call(mut model: MockModel) -> Call {
+    model.piece_delay = Duration::from_millis(30);
+    let agent = with_interruptions(
+        LlmAgentBuilder::new("barber")
+            .model(Arc::new(model.clone()))
+            .instruction("You book haircuts."),
+    )
+    .build()
+    .unwrap();
+    let adk = AdkCall::start(
+        Arc::new(agent),
+        Arc::new(InMemorySessionService::new()),
+        "barbershop",
+        "CAvoice",
+        HashMap::new(),
+    )
+    .await
+    .unwrap();
+    let floor = Arc::new(Floor::default());
+    let tts = MockTts {
+        rate: 8000,
+        chars_per_second: CPS,
+        first_audio: Duration::from_millis(150),
+        ..MockTts::default()
+    };
+    let mut pipeline = voice::Pipeline::builder()
+        .stage(VadStage::new(CodecDetector::default()))
+        .stage(SttStage::new(MockStt::new(Duration::from_millis(500))))
+        .stage(TurnStage::new(floor.clone(), BargeInRules::default()))
+        .stage(AdkConversation::new(adk.clone(), "barber", floor.clone()))
+        .stage(LlmStage::new(Arc::new(AdkLlm::new(adk.clone()))))
+        .stage(SentenceAggregator::default())
+        .stage(TtsStage::new(Arc::new(tts)))
+        .stage(ResampleStage::new(8000))
+        .stage(output::OutputStage)
+        .tail(output::OUTPUT_QUEUE_FRAMES)
+        .build();
+    let tail = pipeline.take_tail().unwrap();
+    let up = pipeline.stage_control(pipeline.len() - 1).unwrap();
+    let ear = Ear::default();
+    let player = output::Player::new(
+        ear.clone(),
+        tail,
+        up,
+        pipeline.scope().clone(),
+        floor.clone(),
+    );
+    tokio::spawn(player.run());
+    let input = pipeline.input().unwrap().clone();
+    let mouth = Mouth::start(input, 8000, CPS);
+    Call {
+        adk,
+        model,
+        mouth,
+        ear,
+        floor,
+        pipeline,
+    }
+}
+
+impl Call {
+    /// Words heard from frame `from` on.
+    fn heard_since(&self, from: usize) -> Vec<String> {
+        self.ear.snapshot().frames[from..]
+            .iter()
+            .filter_map(|f| f.word.clone())
+            .collect()
+    }
+
+    /// Say `text` and wait for the whole reply (quiet for 0.5 s).
+    async fn turn(&self, text: &str) -> String {
+        let from = self.ear.snapshot().frames.len();
+        self.mouth.speak(text);
+        self.mouth.finished().await;
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while self.ear.snapshot().frames.len() == from {
+            assert!(Instant::now() < deadline, "dead air after {text:?}");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let mut quiet = Instant::now();
+        let mut seen = 0;
+        loop {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            let n = self.ear.snapshot().frames.len();
+            if n != seen {
+                seen = n;
+                quiet = Instant::now();
+            } else if !self.floor.bot_speaking() && quiet.elapsed() >= Duration::from_millis(500) {
+                break;
+            }
+        }
+        self.heard_since(from).join(" ")
+    }
+
+    /// (author, text) of the session's text events.
+    async fn session(&self) -> Vec<(String, String)> {
+        self.adk
+            .events()
+            .await
+            .unwrap()
+            .iter()
+            .filter_map(|e| {
+                let c = e.llm_response.content.as_ref()?;
+                let t: String = c.parts.iter().filter_map(|p| p.text()).collect();
+                (!t.is_empty()).then(|| (e.author.clone(), t))
+            })
+            .collect()
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_plain_conversation_is_heard_and_kept_in_the_session() {
+    let mut call = start(vec![
+        MockAnswer::text("Hi! When would you like to come in?"),
+        MockAnswer::text("Friday at ten works. See you then."),
+    ])
+    .await;
+    let first = call.turn("I need a haircut").await;
+    assert_eq!(first, "Hi! When would you like to come in?");
+    let second = call.turn("Friday morning please").await;
+    assert_eq!(second, "Friday at ten works. See you then.");
+    let seen = call.model.requests();
+    assert_eq!(seen.len(), 2);
+    assert_eq!(
+        seen[1].said_by("user")[1..],
+        ["I need a haircut", "Friday morning please"]
+    );
+    assert_eq!(
+        call.session().await,
+        [
+            ("user".into(), "I need a haircut".into()),
+            (
+                "barber".into(),
+                "Hi! When would you like to come in?".into()
+            ),
+            ("user".into(), "Friday morning please".into()),
+            ("barber".into(), "Friday at ten works. See you then.".into()),
+        ]
+    );
+    call.pipeline.end(Duration::from_secs(2)).await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn after_an_interruption_the_model_gets_only_what_the_caller_heard() {
+    let long = "We have openings on Friday at ten, on Saturday at noon, on Monday at four, \
+                and on Tuesday at nine in the morning.";
+    let mut call = start(vec![
+        MockAnswer::text(long),
+        MockAnswer::text("Saturday at noon it is."),
+    ])
+    .await;
+    let from = call.ear.snapshot().frames.len();
+    call.mouth.speak("When are you free?");
+    call.mouth.finished().await;
+    // Talk over the reply once a few words were heard.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while call.heard_since(from).len() < 6 {
+        assert!(Instant::now() < deadline, "no reply");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let talked_over = call.ear.snapshot().frames.len();
+    call.mouth.speak("Saturday please");
+    call.mouth.finished().await;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !call.heard_since(talked_over).join(" ").ends_with("it is.") {
+        assert!(
+            Instant::now() < deadline,
+            "no second reply: {:?}",
+            call.heard_since(from)
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let heard = call.heard_since(from);
+    let second_at = heard
+        .iter()
+        .rposition(|w| w == "Saturday")
+        .expect("the second reply");
+    assert_eq!(heard[second_at..].join(" "), "Saturday at noon it is.");
+    let heard_of_first = heard[..second_at].join(" ");
+    assert!(
+        heard_of_first.split(' ').count() < long.split(' ').count(),
+        "the first reply was cut: {heard_of_first:?}"
+    );
+    // The model's second request: the first reply as heard, no more.
+    let second = &call.model.requests()[1];
+    let model_said = second.said_by("model");
+    assert_eq!(model_said.len(), 1, "{second:?}");
+    let as_sent = model_said[0];
+    assert_eq!(
+        as_sent, heard_of_first,
+        "the model sees exactly the words that reached the caller"
+    );
+    // The session keeps the whole reply and the interruption.
+    let kept = call.session().await;
+    assert!(kept.contains(&("barber".into(), long.into())), "{kept:?}");
+    assert!(
+        kept.iter()
+            .any(|(a, t)| a == "user" && t == &format!("{MARK}{as_sent}")),
+        "{kept:?}"
+    );
+    call.pipeline.end(Duration::from_secs(2)).await;
+}
