@@ -10,6 +10,10 @@
 //! talks over one, the words they heard go to the ADK session as an
 //! interruption event ([`AdkCall::interrupted`]). The session itself is the
 //! history: this stage keeps no conversation of its own.
+//!
+//! While one of the agent's tools runs, barge-in is muted (the LLM stage's
+//! [`AdkLlm`](crate::llm::AdkLlm) sets the floor) and what the caller says
+//! is held, then asked once the tool's reply is written.
 
 use crate::llm::AdkTurn;
 use crate::session::AdkCall;
@@ -17,7 +21,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 use voice::accountant::{Accountant, Outcome};
-use voice::floor::Floor;
+use voice::floor::{Floor, MuteReason};
 use voice::frames::{ControlFrame, Custom, Data, Frame, SystemFrame, UtteranceId};
 use voice::history::MsgId;
 use voice::stages::llm::LlmReply;
@@ -27,8 +31,6 @@ use voice::{Ctx, Direction, Stage};
 struct Reply {
     /// The reply's text once the model finished (or was cut).
     said: Option<String>,
-    /// Whether the agent's run ended on its own (the ADK committed it).
-    committed: bool,
     /// What the caller heard, once cut off.
     heard: Option<String>,
     /// Handed to the accountant.
@@ -47,6 +49,9 @@ pub struct AdkConversation {
     next_id: UtteranceId,
     /// The reply being written.
     pending: Option<UtteranceId>,
+    /// What the caller said while a tool ran, asked once its reply is
+    /// written (the caller is not heard over a running tool, but not lost).
+    held: Vec<String>,
 }
 
 impl AdkConversation {
@@ -61,6 +66,7 @@ impl AdkConversation {
             replies: HashMap::new(),
             next_id: 1,
             pending: None,
+            held: Vec::new(),
         }
     }
 
@@ -92,8 +98,7 @@ impl AdkConversation {
             return;
         };
         r.recorded = true;
-        self.call
-            .interrupted(&self.agent_name, said, heard, r.committed);
+        self.call.interrupted(&self.agent_name, said, heard);
         // In the session now, not only at the next run (a caller who
         // hangs up leaves a complete record).
         let call = self.call.clone();
@@ -125,7 +130,6 @@ impl AdkConversation {
         }
         if let Some(r) = self.replies.get_mut(&reply.id) {
             r.said = Some(reply.text.clone());
-            r.committed = reply.complete;
             if !reply.complete && !r.queued && r.heard.is_none() {
                 // Cut before any of it was spoken: nothing was heard.
                 r.heard = Some(String::new());
@@ -133,6 +137,14 @@ impl AdkConversation {
         }
         self.record_if_cut(reply.id);
         self.update_floor();
+    }
+
+    /// Ask what was held during a tool, once nothing is being written.
+    fn ask_held(&mut self, ctx: &mut Ctx<'_>) {
+        if self.pending.is_none() && !self.held.is_empty() {
+            let said = std::mem::take(&mut self.held).join(" ");
+            self.ask(said, ctx);
+        }
     }
 }
 
@@ -152,7 +164,12 @@ impl Stage for AdkConversation {
             Frame::Data(d) => match d.data {
                 Data::Transcript { text, is_final } => {
                     if is_final && !text.trim().is_empty() {
-                        self.ask(text.trim().to_string(), ctx);
+                        let said = text.trim().to_string();
+                        if self.floor.muted_for(MuteReason::Tool) && self.pending.is_some() {
+                            self.held.push(said);
+                        } else {
+                            self.ask(said, ctx);
+                        }
                     }
                 }
                 data => ctx.push(Frame::data(d.epoch, data)),
@@ -191,6 +208,7 @@ impl Stage for AdkConversation {
                 ControlFrame::Custom(c) => {
                     if let Some(reply) = c.get::<LlmReply>().cloned() {
                         self.reply_ended(&reply);
+                        self.ask_held(ctx);
                     }
                 }
                 // The turn stage above reads the floor, not these.

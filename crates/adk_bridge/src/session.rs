@@ -10,6 +10,7 @@ use crate::interruptions;
 use adk_core::{AdkIdentity, AppName, Content, Event, EventStream, SessionId, UserId};
 use adk_runner::Runner;
 use adk_session::{AppendEventRequest, CreateRequest, GetRequest, SessionService};
+use futures_util::StreamExt;
 use serde_json::Value;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -31,19 +32,31 @@ impl From<adk_core::AdkError> for BridgeError {
     }
 }
 
+/// A fact waiting to be appended.
+enum Pending {
+    Event(Box<Event>),
+    Interrupted {
+        agent: String,
+        full: String,
+        heard: String,
+    },
+}
+
 /// One call's conversation with an ADK agent.
 #[derive(Clone)]
 pub struct AdkCall {
     runner: Arc<Runner>,
     sessions: Arc<dyn SessionService>,
     identity: AdkIdentity,
-    /// Events the pipeline recorded that are not in the session yet, in
+    /// Facts the pipeline recorded that are not in the session yet, in
     /// order. Queued without waiting (a pipeline stage cannot wait);
     /// appended by [`AdkCall::flush`], which every run does first, so the
     /// agent never runs on a history missing them.
-    pending: Arc<std::sync::Mutex<std::collections::VecDeque<Event>>>,
-    /// One flush at a time (the order of appends is the order queued).
-    flushing: Arc<tokio::sync::Mutex<()>>,
+    pending: Arc<std::sync::Mutex<std::collections::VecDeque<Pending>>>,
+    /// Held by a flush, and by a run for as long as it goes: appends wait
+    /// for the run they follow (an interruption lands after the reply it
+    /// cuts, a tool's result before the interruption).
+    writer: Arc<tokio::sync::Mutex<()>>,
 }
 
 impl AdkCall {
@@ -80,45 +93,81 @@ impl AdkCall {
             sessions,
             identity,
             pending: Arc::default(),
-            flushing: Arc::default(),
+            writer: Arc::default(),
         })
     }
 
     /// Queue `event` for the session (appended by the next flush).
     pub fn queue(&self, event: Event) {
+        self.push(Pending::Event(Box::new(event)));
+    }
+
+    fn push(&self, p: Pending) {
         self.pending
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .push_back(event);
+            .push_back(p);
     }
 
-    /// Append every queued event, in order.
+    /// Append everything queued, in order (after any run in progress).
     pub async fn flush(&self) -> Result<(), BridgeError> {
-        let _one = self.flushing.lock().await;
+        let _writer = self.writer.lock().await;
+        self.flush_locked().await
+    }
+
+    async fn flush_locked(&self) -> Result<(), BridgeError> {
         loop {
             let next = self
                 .pending
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
                 .pop_front();
-            let Some(e) = next else { return Ok(()) };
-            self.append(e).await?;
+            match next {
+                None => return Ok(()),
+                Some(Pending::Event(e)) => self.append(*e).await?,
+                Some(Pending::Interrupted { agent, full, heard }) => {
+                    // The run was cut before the agent committed its reply
+                    // when the session's last words are not the agent's.
+                    let events = self.events().await?;
+                    let last = events.iter().rev().find(|e| {
+                        !e.llm_response.partial
+                            && e.llm_response
+                                .content
+                                .as_ref()
+                                .is_some_and(|c| c.parts.iter().any(|p| p.text().is_some()))
+                    });
+                    let committed = last.is_some_and(|e| e.author == agent);
+                    if !committed && !full.is_empty() {
+                        let mut reply = Event::new("calllock-pipeline");
+                        reply.author = agent;
+                        reply.llm_response.content = Some(Content::new("model").with_text(full));
+                        self.append(reply).await?;
+                    }
+                    self.append(interruptions::event(&heard)).await?;
+                }
+            }
         }
     }
 
     /// Run the agent on what the caller said (after appending what the
-    /// pipeline queued).
+    /// pipeline queued). Later appends wait until the run is over (the
+    /// stream ends or is dropped).
     pub async fn run(&self, caller_said: &str) -> Result<EventStream, BridgeError> {
-        self.flush().await?;
+        let writer = self.writer.clone().lock_owned().await;
+        self.flush_locked().await?;
         let content = Content::new("user").with_text(caller_said);
-        Ok(self
+        let events = self
             .runner
             .run(
                 self.identity.user_id.clone(),
                 self.identity.session_id.clone(),
                 content,
             )
-            .await?)
+            .await?;
+        Ok(Box::pin(events.map(move |e| {
+            let _held = &writer;
+            e
+        })))
     }
 
     /// Append `event` to the session (outside any run).
@@ -142,18 +191,17 @@ impl AdkCall {
         self.flush().await
     }
 
-    /// Record that the caller talked over the agent's reply `full` and
-    /// heard only `heard` of it: the reply itself (when the agent's run
-    /// was cut before it committed it) and the interruption event. Queued
-    /// (see [`AdkCall::queue`]); [`flush`](AdkCall::flush) to append now.
-    pub fn interrupted(&self, agent_name: &str, full: &str, heard: &str, reply_committed: bool) {
-        if !reply_committed && !full.is_empty() {
-            let mut reply = Event::new("calllock-pipeline");
-            reply.author = agent_name.into();
-            reply.llm_response.content = Some(Content::new("model").with_text(full));
-            self.queue(reply);
-        }
-        self.queue(interruptions::event(heard));
+    /// Record that the caller talked over the reply of `agent_name` and
+    /// heard only `heard` of it (`full`: the text the pipeline got): an
+    /// interruption event, after the reply itself when the agent's run was
+    /// cut before committing it. Queued (see [`AdkCall::queue`]);
+    /// [`flush`](AdkCall::flush) to append now.
+    pub fn interrupted(&self, agent_name: &str, full: &str, heard: &str) {
+        self.push(Pending::Interrupted {
+            agent: agent_name.into(),
+            full: full.into(),
+            heard: heard.into(),
+        });
     }
 
     /// The session's events (the conversation as the ADK keeps it).

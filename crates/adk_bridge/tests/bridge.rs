@@ -110,7 +110,7 @@ async fn an_interruption_leaves_the_model_only_the_heard_part_and_the_session_ev
     let llm = AdkLlm::new(c.clone());
     turn(&llm, "When are you free?").await;
     // The caller heard the first words and talked over the rest.
-    c.interrupted("barber", full, "We have Friday at ten,", true);
+    c.interrupted("barber", full, "We have Friday at ten,");
     c.flush().await.unwrap();
     turn(&llm, "Saturday please").await;
     let second = &model.requests()[1];
@@ -127,12 +127,13 @@ async fn an_interruption_leaves_the_model_only_the_heard_part_and_the_session_ev
     );
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_reply_cut_before_it_was_committed_is_recorded_with_what_was_heard() {
-    let model = MockModel::new([
+    let mut model = MockModel::new([
         MockAnswer::text("Let me look at the calendar for you, one moment."),
         MockAnswer::text("Sure."),
     ]);
+    model.piece_delay = std::time::Duration::from_millis(50);
     let c = call(&model).await;
     let llm = AdkLlm::new(c.clone());
     // The pipeline dropped the stream after two pieces (a barge-in).
@@ -149,9 +150,14 @@ async fn a_reply_cut_before_it_was_committed_is_recorded_with_what_was_heard() {
         .collect();
     assert_eq!(so_far, "Let me ");
     // Queued: the next run appends it before the agent runs.
-    c.interrupted("barber", &so_far, "Let", false);
+    c.interrupted("barber", &so_far, "Let");
     turn(&llm, "Actually, tomorrow").await;
     assert_eq!(model.requests()[1].said_by("model"), ["Let"]);
+    // The ADK never committed the cut reply; the bridge recorded what the
+    // pipeline got of it, then the interruption.
+    let kept = session_texts(&c).await;
+    assert_eq!(kept[1], ("barber".into(), "Let me ".into()), "{kept:?}");
+    assert_eq!(kept[2], ("user".into(), format!("{MARK}Let")), "{kept:?}");
 }
 
 #[tokio::test]
@@ -178,4 +184,127 @@ async fn state_pushed_from_the_pipeline_reaches_the_next_instruction() {
         "{instruction}"
     );
     assert_eq!(c.state().await.unwrap()["name"], "Dana");
+}
+
+/// A calendar tool that takes two seconds.
+fn calendar() -> Arc<adk_tool::FunctionTool> {
+    Arc::new(adk_tool::FunctionTool::new(
+        "check_calendar",
+        "Open slots on a day",
+        |_ctx, _args| async move {
+            tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+            Ok(serde_json::json!({"open": ["Friday 10:00"]}))
+        },
+    ))
+}
+
+async fn call_with_tool(model: &MockModel) -> AdkCall {
+    let agent = with_interruptions(
+        LlmAgentBuilder::new("barber")
+            .model(Arc::new(model.clone()))
+            .instruction(INSTRUCTION)
+            .tool(calendar()),
+    )
+    .build()
+    .unwrap();
+    AdkCall::start(
+        Arc::new(agent),
+        Arc::new(InMemorySessionService::new()),
+        "barbershop",
+        "CA0002",
+        HashMap::new(),
+    )
+    .await
+    .unwrap()
+}
+
+fn tool_results(events: &[adk_core::Event]) -> Vec<String> {
+    events
+        .iter()
+        .filter_map(|e| e.llm_response.content.as_ref())
+        .flat_map(|c| c.parts.iter())
+        .filter_map(|p| match p {
+            adk_core::Part::FunctionResponse {
+                function_response, ..
+            } => Some(format!(
+                "{}: {}",
+                function_response.name, function_response.response
+            )),
+            _ => None,
+        })
+        .collect()
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_tool_mutes_barge_in_while_it_runs_and_its_result_lands_even_if_the_caller_barges_in() {
+    use voice::floor::{Floor, MuteReason};
+    let model = MockModel::new([
+        MockAnswer::tool("check_calendar", serde_json::json!({"day": "Friday"})),
+        MockAnswer::text("Friday at ten is open."),
+    ]);
+    let c = call_with_tool(&model).await;
+    let floor = Arc::new(Floor::default());
+    let llm = AdkLlm::new(c.clone()).with_floor(floor.clone());
+    let req = Custom::new(AdkTurn {
+        caller_said: "Anything on Friday?".into(),
+    });
+    let mut reply = llm.stream(&req);
+    match reply.next().await {
+        Some(Ok(LlmEvent::ToolCall { name, arguments })) => {
+            assert_eq!(name, "check_calendar");
+            assert!(arguments.contains("Friday"), "{arguments}");
+        }
+        other => panic!("expected the tool call, got {other:?}"),
+    }
+    assert!(
+        floor.muted_for(MuteReason::Tool),
+        "muted while the tool runs"
+    );
+    // The caller barges in: the pipeline lets go of the reply.
+    drop(reply);
+    tokio::time::sleep(std::time::Duration::from_secs(5)).await;
+    assert!(!floor.muted_for(MuteReason::Tool), "unmuted after it");
+    let events = c.events().await.unwrap();
+    assert_eq!(
+        tool_results(&events),
+        [r#"check_calendar: {"open":["Friday 10:00"]}"#],
+        "the tool finished and its result is in the session"
+    );
+    assert_eq!(
+        model.requests().len(),
+        1,
+        "the reply after the tool was not written for nobody"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_tool_call_then_its_reply_stream_through() {
+    let model = MockModel::new([
+        MockAnswer::tool("check_calendar", serde_json::json!({"day": "Friday"})),
+        MockAnswer::text("Friday at ten is open."),
+    ]);
+    let c = call_with_tool(&model).await;
+    let llm = AdkLlm::new(c.clone());
+    let req = Custom::new(AdkTurn {
+        caller_said: "Anything on Friday?".into(),
+    });
+    let items: Vec<LlmEvent> = llm.stream(&req).map(Result::unwrap).collect().await;
+    assert!(matches!(&items[0], LlmEvent::ToolCall { name, .. } if name == "check_calendar"));
+    let text: String = items[1..]
+        .iter()
+        .map(|e| match e {
+            LlmEvent::Text(t) => t.clone(),
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(text, "Friday at ten is open.");
+    let second = &model.requests()[1];
+    assert!(second.tools.contains(&"check_calendar".to_string()));
+    assert!(
+        second
+            .contents
+            .iter()
+            .any(|(_, t)| t.starts_with("result check_calendar")),
+        "the model saw the result: {second:?}"
+    );
 }

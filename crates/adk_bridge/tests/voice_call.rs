@@ -33,19 +33,20 @@ struct Call {
 }
 
 async fn start(answers: Vec<MockAnswer>) -> Call {
-    let model = MockModel::new(answers);
-    model_call(model).await
+    start_with(answers, None).await
 }
 
-async fn model_call(mut model: MockModel) -> Call {
+/// A call whose agent has `tool`.
+async fn start_with(answers: Vec<MockAnswer>, tool: Option<Arc<dyn adk_core::Tool>>) -> Call {
+    let mut model = MockModel::new(answers);
     model.piece_delay = Duration::from_millis(30);
-    let agent = with_interruptions(
-        LlmAgentBuilder::new("barber")
-            .model(Arc::new(model.clone()))
-            .instruction("You book haircuts."),
-    )
-    .build()
-    .unwrap();
+    let mut builder = LlmAgentBuilder::new("barber")
+        .model(Arc::new(model.clone()))
+        .instruction("You book haircuts.");
+    if let Some(t) = tool {
+        builder = builder.tool(t);
+    }
+    let agent = with_interruptions(builder).build().unwrap();
     let adk = AdkCall::start(
         Arc::new(agent),
         Arc::new(InMemorySessionService::new()),
@@ -67,7 +68,9 @@ async fn model_call(mut model: MockModel) -> Call {
         .stage(SttStage::new(MockStt::new(Duration::from_millis(500))))
         .stage(TurnStage::new(floor.clone(), BargeInRules::default()))
         .stage(AdkConversation::new(adk.clone(), "barber", floor.clone()))
-        .stage(LlmStage::new(Arc::new(AdkLlm::new(adk.clone()))))
+        .stage(LlmStage::new(Arc::new(
+            AdkLlm::new(adk.clone()).with_floor(floor.clone()),
+        )))
         .stage(SentenceAggregator::default())
         .stage(TtsStage::new(Arc::new(tts)))
         .stage(ResampleStage::new(8000))
@@ -235,6 +238,63 @@ async fn after_an_interruption_the_model_gets_only_what_the_caller_heard() {
     assert!(
         kept.iter()
             .any(|(a, t)| a == "user" && t == &format!("{MARK}{as_sent}")),
+        "{kept:?}"
+    );
+    call.pipeline.end(Duration::from_secs(2)).await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_caller_is_not_heard_over_a_running_tool_and_is_answered_after_it() {
+    let booking = Arc::new(adk_tool::FunctionTool::new(
+        "book",
+        "Book a haircut",
+        |_ctx, _args| async move {
+            tokio::time::sleep(Duration::from_secs(4)).await;
+            Ok(serde_json::json!({"booked": "Friday 10:00"}))
+        },
+    ));
+    let mut call = start_with(
+        vec![
+            MockAnswer::tool("book", serde_json::json!({"when": "Friday 10:00"})),
+            MockAnswer::text("You are booked for Friday at ten."),
+            MockAnswer::text("Yes, I am still here."),
+        ],
+        Some(booking),
+    )
+    .await;
+    let from = call.ear.snapshot().frames.len();
+    call.mouth.speak("Book me for Friday at ten");
+    call.mouth.finished().await;
+    // While the tool runs (about four seconds), the caller speaks.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert!(call.floor.muted(), "barge-in muted while the tool runs");
+    call.mouth.speak("Hello are you there");
+    call.mouth.finished().await;
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !call.heard_since(from).join(" ").ends_with("still here.") {
+        assert!(
+            Instant::now() < deadline,
+            "heard only {:?}",
+            call.heard_since(from)
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(
+        call.heard_since(from).join(" "),
+        "You are booked for Friday at ten. Yes, I am still here.",
+        "the tool's reply heard whole, then the held question answered"
+    );
+    assert!(call.ear.snapshot().clears.is_empty(), "nothing was cut");
+    let third = &call.model.requests()[2];
+    assert_eq!(
+        third.said_by("user").last(),
+        Some(&"Hello are you there"),
+        "{third:?}"
+    );
+    let kept = call.session().await;
+    assert!(
+        kept.iter()
+            .any(|(a, t)| a == "barber" && t == "You are booked for Friday at ten."),
         "{kept:?}"
     );
     call.pipeline.end(Duration::from_secs(2)).await;
