@@ -17,6 +17,7 @@
 
 use crate::llm::AdkTurn;
 use crate::session::AdkCall;
+use serde_json::Value;
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
@@ -26,6 +27,22 @@ use voice::frames::{ControlFrame, Custom, Data, Frame, SystemFrame, UtteranceId}
 use voice::history::MsgId;
 use voice::stages::llm::LlmReply;
 use voice::{Ctx, Direction, Stage};
+
+/// What the application asks of the agent from inside the pipeline: send
+/// `Frame::data(epoch, Data::Custom(Custom::new(AdkCommand::…)))` into the
+/// pipeline; the conversation stage acts on it in order with the call.
+#[derive(Debug, Clone, PartialEq)]
+pub enum AdkCommand {
+    /// Merge into the session's state (the agent's instruction sees it from
+    /// its next model request on).
+    PushState(HashMap<String, Value>),
+    /// Add a line to the session as `author` (`user`, or an agent's name),
+    /// without running the agent.
+    Append { author: String, text: String },
+    /// Run the agent now without caller speech (to greet, to follow up):
+    /// `prompt` is its user turn.
+    Invoke { prompt: String },
+}
 
 #[derive(Debug, Default)]
 struct Reply {
@@ -101,12 +118,7 @@ impl AdkConversation {
         self.call.interrupted(&self.agent_name, said, heard);
         // In the session now, not only at the next run (a caller who
         // hangs up leaves a complete record).
-        let call = self.call.clone();
-        tokio::spawn(async move {
-            if let Err(e) = call.flush().await {
-                tracing::warn!(error = %e, "cannot record the interruption in the ADK session");
-            }
-        });
+        self.flush_soon();
     }
 
     fn outcomes(&mut self, outcomes: Vec<Outcome>) {
@@ -137,6 +149,37 @@ impl AdkConversation {
         }
         self.record_if_cut(reply.id);
         self.update_floor();
+    }
+
+    fn command(&mut self, c: &AdkCommand, ctx: &mut Ctx<'_>) {
+        match c {
+            AdkCommand::PushState(delta) => {
+                let mut e = adk_core::Event::new("calllock-pipeline");
+                e.author = "user".into();
+                e.actions.state_delta = delta.clone();
+                self.call.queue(e);
+                self.flush_soon();
+            }
+            AdkCommand::Append { author, text } => {
+                let role = if author == "user" { "user" } else { "model" };
+                let mut e = adk_core::Event::new("calllock-pipeline");
+                e.author = author.clone();
+                e.llm_response.content = Some(adk_core::Content::new(role).with_text(text));
+                self.call.queue(e);
+                self.flush_soon();
+            }
+            AdkCommand::Invoke { prompt } => self.ask(prompt.clone(), ctx),
+        }
+    }
+
+    /// Append what is queued in the background (the next run would too).
+    fn flush_soon(&self) {
+        let call = self.call.clone();
+        tokio::spawn(async move {
+            if let Err(e) = call.flush().await {
+                tracing::warn!(error = %e, "cannot append to the ADK session");
+            }
+        });
     }
 
     /// Ask what was held during a tool, once nothing is being written.
@@ -170,6 +213,11 @@ impl Stage for AdkConversation {
                         } else {
                             self.ask(said, ctx);
                         }
+                    }
+                }
+                Data::Custom(c) if c.get::<AdkCommand>().is_some() => {
+                    if let Some(cmd) = c.get::<AdkCommand>() {
+                        self.command(cmd, ctx);
                     }
                 }
                 data => ctx.push(Frame::data(d.epoch, data)),

@@ -136,7 +136,8 @@ impl AdkCall {
                                 .as_ref()
                                 .is_some_and(|c| c.parts.iter().any(|p| p.text().is_some()))
                     });
-                    let committed = last.is_some_and(|e| e.author == agent);
+                    // (Any agent's: a transfer may have handed the turn on.)
+                    let committed = last.is_some_and(|e| e.author != "user");
                     if !committed && !full.is_empty() {
                         let mut reply = Event::new("calllock-pipeline");
                         reply.author = agent;

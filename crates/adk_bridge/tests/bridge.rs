@@ -308,3 +308,71 @@ async fn a_tool_call_then_its_reply_stream_through() {
         "the model saw the result: {second:?}"
     );
 }
+
+#[tokio::test]
+async fn the_root_agent_hands_the_caller_to_a_sub_agent_mid_call() {
+    let front = MockModel::new([MockAnswer::tool(
+        "transfer_to_agent",
+        serde_json::json!({"agent_name": "colorist"}),
+    )]);
+    let colorist_model = MockModel::new([
+        MockAnswer::text("Hi, I do the colouring. Which shade?"),
+        MockAnswer::text("Copper it is."),
+    ]);
+    let colorist = with_interruptions(
+        LlmAgentBuilder::new("colorist")
+            .description("Hair colouring appointments")
+            .model(Arc::new(colorist_model.clone()))
+            .instruction("You book colouring."),
+    )
+    .build()
+    .unwrap();
+    let root = with_interruptions(
+        LlmAgentBuilder::new("front_desk")
+            .model(Arc::new(front.clone()))
+            .instruction("Send colouring questions to the colorist.")
+            .sub_agent(Arc::new(colorist)),
+    )
+    .build()
+    .unwrap();
+    let c = AdkCall::start(
+        Arc::new(root),
+        Arc::new(InMemorySessionService::new()),
+        "salon",
+        "CA0003",
+        HashMap::new(),
+    )
+    .await
+    .unwrap();
+    let llm = AdkLlm::new(c.clone());
+    let req = |t: &str| {
+        Custom::new(AdkTurn {
+            caller_said: t.into(),
+        })
+    };
+    let first: Vec<LlmEvent> = llm
+        .stream(&req("I'd like my hair coloured"))
+        .map(Result::unwrap)
+        .collect()
+        .await;
+    let spoken: String = first
+        .iter()
+        .filter_map(|e| match e {
+            LlmEvent::Text(t) => Some(t.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(spoken, "Hi, I do the colouring. Which shade?");
+    assert!(front.requests()[0]
+        .tools
+        .contains(&"transfer_to_agent".to_string()));
+    // The next turn goes straight to the colorist.
+    assert_eq!(turn(&llm, "Copper please").await.concat(), "Copper it is.");
+    assert_eq!(front.requests().len(), 1, "the front desk is done");
+    let kept = session_texts(&c).await;
+    assert_eq!(
+        kept.last(),
+        Some(&("colorist".into(), "Copper it is.".into())),
+        "{kept:?}"
+    );
+}

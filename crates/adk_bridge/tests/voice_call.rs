@@ -42,7 +42,7 @@ async fn start_with(answers: Vec<MockAnswer>, tool: Option<Arc<dyn adk_core::Too
     model.piece_delay = Duration::from_millis(30);
     let mut builder = LlmAgentBuilder::new("barber")
         .model(Arc::new(model.clone()))
-        .instruction("You book haircuts.");
+        .instruction("You book haircuts. The customer's name: {name?}.");
     if let Some(t) = tool {
         builder = builder.tool(t);
     }
@@ -297,5 +297,67 @@ async fn the_caller_is_not_heard_over_a_running_tool_and_is_answered_after_it() 
             .any(|(a, t)| a == "barber" && t == "You are booked for Friday at ten."),
         "{kept:?}"
     );
+    call.pipeline.end(Duration::from_secs(2)).await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_pipeline_invokes_the_agent_and_pushes_state_it_sees_next_turn() {
+    use adk_bridge::conversation::AdkCommand;
+    use voice::frames::{Custom, Data, Frame};
+    let mut call = start(vec![
+        MockAnswer::text("Hello, thanks for calling the barbershop."),
+        MockAnswer::text("Hi Dana, what can I do for you?"),
+    ])
+    .await;
+    let input = call.pipeline.input().unwrap().clone();
+    let send = |c: AdkCommand| {
+        let input = input.clone();
+        async move {
+            input
+                .send(Frame::data(0, Data::Custom(Custom::new(c))))
+                .await
+                .unwrap()
+        }
+    };
+    // No caller speech: the application has the agent greet.
+    send(AdkCommand::Invoke {
+        prompt: "[the call started: greet the caller]".into(),
+    })
+    .await;
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !call.heard_since(0).join(" ").ends_with("barbershop.") {
+        assert!(Instant::now() < deadline, "{:?}", call.heard_since(0));
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    while call.floor.bot_speaking() {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    // The application learned the caller's name (say, from caller id).
+    send(AdkCommand::PushState(HashMap::from([(
+        "name".to_string(),
+        serde_json::json!("Dana"),
+    )])))
+    .await;
+    send(AdkCommand::Append {
+        author: "user".into(),
+        text: "[caller id: Dana Fields]".into(),
+    })
+    .await;
+    let reply = call.turn("hi it's me").await;
+    assert_eq!(reply, "Hi Dana, what can I do for you?");
+    let seen = call.model.requests();
+    assert!(
+        !seen[0].contents[0].1.contains("Dana"),
+        "not known at the greeting"
+    );
+    assert!(
+        seen[1].contents[0].1.contains("The customer's name: Dana."),
+        "{:?}",
+        seen[1]
+    );
+    assert!(seen[1]
+        .said_by("user")
+        .contains(&"[caller id: Dana Fields]"));
     call.pipeline.end(Duration::from_secs(2)).await;
 }
