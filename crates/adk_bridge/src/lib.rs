@@ -13,4 +13,6 @@ pub mod llm;
 #[cfg(feature = "adk")]
 pub mod mock;
 #[cfg(feature = "adk")]
+pub mod openai;
+#[cfg(feature = "adk")]
 pub mod session;

@@ -849,10 +849,21 @@ impl OpenAiClient {
         messages: &[ChatMessage],
         tools: Option<Vec<Value>>,
     ) -> Result<ChatStream, ResponderError> {
+        self.chat_stream_wire(wire_messages(messages), tools).await
+    }
+
+    /// [`chat_stream`](Self::chat_stream) with messages already in the
+    /// wire format (for callers with their own message types: assistant
+    /// `tool_calls`, `tool` messages with a `tool_call_id`).
+    pub async fn chat_stream_wire(
+        &self,
+        messages: Vec<Value>,
+        tools: Option<Vec<Value>>,
+    ) -> Result<ChatStream, ResponderError> {
         let first_deadline = Instant::now() + self.cfg.first_token_timeout;
         let mut body = json!({
             "model": self.cfg.model,
-            "messages": wire_messages(messages),
+            "messages": messages,
             "stream": true,
         });
         if let Some(t) = self.cfg.reply_temperature {
