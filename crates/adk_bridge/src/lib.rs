@@ -15,4 +15,6 @@ pub mod mock;
 #[cfg(feature = "adk")]
 pub mod openai;
 #[cfg(feature = "adk")]
+pub mod responder;
+#[cfg(feature = "adk")]
 pub mod session;

@@ -54,6 +54,29 @@ pub fn llm_client(cfg: &Config) -> Result<Option<OpenAiClient>> {
     ))
 }
 
+/// Who phrases the LLM turns: the model itself, or (`llm.kind = "adk"`)
+/// an ADK agent on the same model, the model's client keeping extraction,
+/// the wrap-up and classification.
+fn phrasing(cfg: &Config, llm: OpenAiClient) -> Result<Arc<dyn Responder>> {
+    if cfg.llm.kind.trim() != "adk" {
+        return Ok(Arc::new(llm));
+    }
+    #[cfg(feature = "adk")]
+    {
+        let inner: Arc<dyn Responder> = Arc::new(llm);
+        let model_client = llm_client(cfg)?.context("llm.kind = adk without a model")?;
+        let model = adk_bridge::openai::OpenAiModel::new(Arc::new(model_client));
+        let adk = adk_bridge::responder::AdkResponder::new(Arc::new(model), inner)
+            .map_err(|e| anyhow::anyhow!("setting up the ADK agent: {e}"))?;
+        Ok(Arc::new(adk))
+    }
+    #[cfg(not(feature = "adk"))]
+    {
+        drop(llm);
+        anyhow::bail!("llm.kind = \"adk\" needs a build with --features calllock/adk")
+    }
+}
+
 /// The V2 client of the configuration (kind = v2).
 pub fn v2_client(cfg: &Config) -> Result<Option<V2Client>> {
     if cfg.backend.kind != BackendKind::V2 {
@@ -112,7 +135,7 @@ pub async fn vendors(cfg: &Config, store: store::Store) -> Result<Vendors> {
     };
     let responder: Arc<dyn Responder> = match llm_client(cfg)? {
         Some(llm) => Arc::new(FallbackResponder::new(
-            Arc::new(llm),
+            phrasing(cfg, llm)?,
             scripted.clone(),
             FallbackBudgets {
                 first_token: Duration::from_secs_f64(cfg.llm.first_token_budget_s),

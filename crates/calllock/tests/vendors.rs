@@ -386,8 +386,51 @@ fn db_in(dir: &tempfile::TempDir) -> PathBuf {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_full_call_through_the_vendors() {
+    full_call_through_the_vendors(&[]).await;
+}
+
+/// The same booking call with a Google ADK agent phrasing the replies
+/// (`llm.kind = "adk"`): the same assertions hold, and the model's
+/// requests come from the agent — CallLock's prompt for the state as its
+/// instruction, the conversation from its session.
+#[cfg(feature = "adk")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_call_through_the_vendors_with_an_adk_agent() {
+    let fakes = full_call_through_the_vendors(&[("CALLLOCK_LLM_KIND", "adk")]).await;
+    let streams: Vec<_> = fakes
+        .llm
+        .requests()
+        .into_iter()
+        .filter(|r| r.is_stream())
+        .collect();
+    let last = streams.last().expect("streamed requests");
+    let messages = last.messages();
+    let first = &messages[0];
+    assert_eq!(first["role"], "user", "the agent's instruction: {first}");
+    assert!(
+        first["content"]
+            .as_str()
+            .is_some_and(|c| c.contains("ACE Cooling")),
+        "CallLock's prompt is the instruction: {first}"
+    );
+    let replies = messages
+        .iter()
+        .filter(|m| m["role"] == "assistant" && m["content"] == LLM_LINE)
+        .count();
+    assert!(
+        replies >= 3,
+        "the agent's session holds its earlier replies: {messages:?}"
+    );
+}
+
+async fn full_call_through_the_vendors(extra_env: &[(&str, &str)]) -> Fakes {
     let fakes = Fakes::start().await;
-    let env = fakes.env();
+    let mut env = fakes.env();
+    env.extend(
+        extra_env
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string())),
+    );
     let dir = tempfile::tempdir().unwrap();
     let db = db_in(&dir);
 
@@ -532,6 +575,7 @@ async fn a_full_call_through_the_vendors() {
     let (status, stdout, stderr) = calllock(&db, &env, &["outbox"]);
     assert!(status.success(), "{stdout}\n{stderr}");
     assert!(stdout.contains("nothing pending"), "{stdout}");
+    fakes
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -97,6 +97,11 @@ pub struct LlmSection {
     /// Longest wait for the first words of a reply before the scripted line
     /// is spoken instead.
     pub first_token_budget_s: f64,
+    /// Who phrases the replies (env `CALLLOCK_LLM_KIND`): `"openai"` (the
+    /// model directly) or `"adk"` (a Google ADK agent on the same model,
+    /// reading the state and KNOWN INFO as session state; needs a build
+    /// with `--features calllock/adk`).
+    pub kind: String,
 }
 
 impl Default for LlmSection {
@@ -106,6 +111,7 @@ impl Default for LlmSection {
             model: "gpt-4o-mini".into(),
             api_key: String::new(),
             first_token_budget_s: 2.5,
+            kind: "openai".into(),
         }
     }
 }
@@ -463,12 +469,13 @@ pub fn load_from(path: Option<&Path>, env: &[(String, String)]) -> Result<Config
     }
     num("CALLLOCK_INSTANCE_LEASE_S", &mut cfg.instance_lease_s);
     // Vendors: the reference agent's variable names work too.
-    let text_vars: [(&[&str], &mut String); 10] = [
+    let text_vars: [(&[&str], &mut String); 11] = [
         (
             &["CALLLOCK_LLM_BASE_URL", "OPENAI_BASE_URL"],
             &mut cfg.llm.base_url,
         ),
         (&["CALLLOCK_LLM_MODEL"], &mut cfg.llm.model),
+        (&["CALLLOCK_LLM_KIND"], &mut cfg.llm.kind),
         (
             &["CALLLOCK_LLM_API_KEY", "OPENAI_API_KEY"],
             &mut cfg.llm.api_key,
@@ -564,11 +571,35 @@ pub fn load_from(path: Option<&Path>, env: &[(String, String)]) -> Result<Config
     recording::apply_env(&mut cfg.recording, &get, &mut problems);
     problems.extend(recording::problems(&cfg.recording));
     problems.extend(vendor_problems(&cfg));
+    problems.extend(llm_kind_problems(&cfg));
     if problems.is_empty() {
         Ok(cfg)
     } else {
         Err(fail(problems))
     }
+}
+
+/// What is wrong with `llm.kind`, in plain words.
+fn llm_kind_problems(cfg: &Config) -> Vec<String> {
+    let mut out = Vec::new();
+    match cfg.llm.kind.trim() {
+        "openai" => {}
+        "adk" if !cfg!(feature = "adk") => out.push(
+            "llm.kind = \"adk\" (CALLLOCK_LLM_KIND) needs the ADK bridge, which this build \
+             leaves out: build with `cargo build --release --features calllock/adk`"
+                .into(),
+        ),
+        "adk" if !cfg.llm.enabled() => out.push(
+            "llm.kind = \"adk\" (CALLLOCK_LLM_KIND) needs a model: set llm.base_url \
+             (CALLLOCK_LLM_BASE_URL) or OPENAI_API_KEY"
+                .into(),
+        ),
+        "adk" => {}
+        other => out.push(format!(
+            "llm.kind (CALLLOCK_LLM_KIND) = {other:?} must be \"openai\" or \"adk\""
+        )),
+    }
+    out
 }
 
 /// What is wrong with the vendor sections, in plain words.
@@ -705,6 +736,7 @@ base_url = ""                # e.g. "http://127.0.0.1:8080/v1" (llama.cpp)
 model = "gpt-4o-mini"
 api_key = ""
 first_token_budget_s = 2.5   # then the scripted line is spoken instead
+kind = "openai"              # "adk": a Google ADK agent phrases replies (build with --features calllock/adk)
 
 # The booking backend: "embedded" (this database) or "v2" (HTTP, SPEC §6).
 # Env: CALLLOCK_BACKEND, V2_BACKEND_URL (implies v2), V2_API_KEY.
@@ -810,6 +842,29 @@ mod tests {
         let c = load_from(None, &env(&[("CALLLOCK_DATABASE", "/tmp/x.db")])).unwrap();
         assert_eq!(c.business.company_name, "ACE Cooling");
         assert_eq!(c.database, PathBuf::from("/tmp/x.db"));
+    }
+
+    #[test]
+    fn the_llm_kind_is_checked() {
+        let e = load_from(None, &env(&[("CALLLOCK_LLM_KIND", "gpt")]))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("must be \"openai\" or \"adk\""), "{e}");
+        let adk = load_from(None, &env(&[("CALLLOCK_LLM_KIND", "adk")]));
+        let e = adk.unwrap_err().to_string();
+        if cfg!(feature = "adk") {
+            assert!(e.contains("needs a model"), "{e}");
+        } else {
+            assert!(e.contains("--features calllock/adk"), "{e}");
+        }
+        let with_model = load_from(
+            None,
+            &env(&[
+                ("CALLLOCK_LLM_KIND", "adk"),
+                ("CALLLOCK_LLM_BASE_URL", "http://127.0.0.1:9/v1"),
+            ]),
+        );
+        assert_eq!(with_model.is_ok(), cfg!(feature = "adk"));
     }
 
     #[test]
