@@ -18,3 +18,5 @@ pub mod openai;
 pub mod responder;
 #[cfg(feature = "adk")]
 pub mod session;
+#[cfg(feature = "adk")]
+pub mod voice_call;

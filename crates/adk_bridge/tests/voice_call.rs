@@ -4,9 +4,7 @@
 //! that reached the caller's ear. Only the model is scripted.
 
 use adk_agent::LlmAgentBuilder;
-use adk_bridge::conversation::AdkConversation;
 use adk_bridge::interruptions::{with_interruptions, MARK};
-use adk_bridge::llm::AdkLlm;
 use adk_bridge::mock::{MockAnswer, MockModel};
 use adk_bridge::session::AdkCall;
 use adk_session::InMemorySessionService;
@@ -15,10 +13,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::time::Instant;
 use voice::floor::Floor;
-use voice::stages::{
-    llm::LlmStage, output, resample::ResampleStage, sentences::SentenceAggregator, stt::SttStage,
-    tts::TtsStage, turn::BargeInRules, turn::TurnStage, vad::VadStage,
-};
+use voice::stages::turn::BargeInRules;
 use voice::testkit::{CodecDetector, Ear, MockStt, MockTts, Mouth};
 
 const CPS: f64 = 15.0;
@@ -56,38 +51,26 @@ async fn start_with(answers: Vec<MockAnswer>, tool: Option<Arc<dyn adk_core::Too
     )
     .await
     .unwrap();
-    let floor = Arc::new(Floor::default());
     let tts = MockTts {
         rate: 8000,
         chars_per_second: CPS,
         first_audio: Duration::from_millis(150),
         ..MockTts::default()
     };
-    let mut pipeline = voice::Pipeline::builder()
-        .stage(VadStage::new(CodecDetector::default()))
-        .stage(SttStage::new(MockStt::new(Duration::from_millis(500))))
-        .stage(TurnStage::new(floor.clone(), BargeInRules::default()))
-        .stage(AdkConversation::new(adk.clone(), "barber", floor.clone()))
-        .stage(LlmStage::new(Arc::new(
-            AdkLlm::new(adk.clone()).with_floor(floor.clone()),
-        )))
-        .stage(SentenceAggregator::default())
-        .stage(TtsStage::new(Arc::new(tts)))
-        .stage(ResampleStage::new(8000))
-        .stage(output::OutputStage)
-        .tail(output::OUTPUT_QUEUE_FRAMES)
-        .build();
-    let tail = pipeline.take_tail().unwrap();
-    let up = pipeline.stage_control(pipeline.len() - 1).unwrap();
     let ear = Ear::default();
-    let player = output::Player::new(
+    let running = adk_bridge::voice_call::start(
+        adk_bridge::voice_call::Parts {
+            call: adk.clone(),
+            agent_name: "barber".into(),
+            stt: MockStt::new(Duration::from_millis(500)),
+            detector: CodecDetector::default(),
+            tts: Arc::new(tts),
+            barge_in: BargeInRules::default(),
+            output_lead: Duration::ZERO,
+        },
         ear.clone(),
-        tail,
-        up,
-        pipeline.scope().clone(),
-        floor.clone(),
     );
-    tokio::spawn(player.run());
+    let (pipeline, floor) = (running.pipeline, running.floor);
     let input = pipeline.input().unwrap().clone();
     let mouth = Mouth::start(input, 8000, CPS);
     Call {
