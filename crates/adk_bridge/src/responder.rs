@@ -93,6 +93,14 @@ impl AdkResponder {
         self
     }
 
+    /// Keep the calls' sessions in `sessions` (default: in memory; see
+    /// [`open_sessions`](crate::session::open_sessions) for CallLock's
+    /// database).
+    pub fn with_sessions(mut self, sessions: Arc<dyn SessionService>) -> Self {
+        self.sessions = sessions;
+        self
+    }
+
     async fn brain(&self, call_id: &str) -> Result<Brain, ResponderError> {
         let id = key(call_id);
         if let Some(b) = self.lock().0.get(id) {

@@ -32,6 +32,45 @@ impl From<adk_core::AdkError> for BridgeError {
     }
 }
 
+/// The session service for CallLock's `database`, through the ADK's own
+/// SQL backends (its tables: `sessions`, `events`, `app_states`,
+/// `user_states`, created on first use), so a call's conversation
+/// survives a crash:
+///
+/// - PostgreSQL (`postgres://…`): the same database;
+/// - a SQLite file (a path or a `sqlite:` URL): a file of its own beside
+///   it (`calllock.db` → `calllock.adk.db`), on one connection — two
+///   writers on one SQLite file fail each other's transactions;
+/// - `""` or `":memory:"`: in memory.
+pub async fn open_sessions(database: &str) -> Result<Arc<dyn SessionService>, BridgeError> {
+    let db = database.trim();
+    if db.is_empty() || db == ":memory:" {
+        return Ok(Arc::new(adk_session::InMemorySessionService::new()));
+    }
+    if db.starts_with("postgres://") || db.starts_with("postgresql://") {
+        let s = adk_session::PostgresSessionService::new(db).await?;
+        s.migrate().await?;
+        return Ok(Arc::new(s));
+    }
+    let path = std::path::Path::new(db.strip_prefix("sqlite://").unwrap_or(db));
+    let path = path.to_string_lossy();
+    let path = path.split('?').next().unwrap_or_default();
+    let file = std::path::Path::new(path).with_extension("adk.db");
+    let options = sqlx::sqlite::SqliteConnectOptions::new()
+        .filename(&file)
+        .create_if_missing(true)
+        .foreign_keys(true)
+        .busy_timeout(std::time::Duration::from_secs(10));
+    let pool = sqlx::sqlite::SqlitePoolOptions::new()
+        .max_connections(1)
+        .connect_with(options)
+        .await
+        .map_err(|e| BridgeError::Adk(format!("opening {}: {e}", file.display())))?;
+    let s = adk_session::SqliteSessionService::from_pool(pool);
+    s.migrate().await?;
+    Ok(Arc::new(s))
+}
+
 /// A fact waiting to be appended.
 enum Pending {
     Event(Box<Event>),

@@ -57,7 +57,7 @@ pub fn llm_client(cfg: &Config) -> Result<Option<OpenAiClient>> {
 /// Who phrases the LLM turns: the model itself, or (`llm.kind = "adk"`)
 /// an ADK agent on the same model, the model's client keeping extraction,
 /// the wrap-up and classification.
-fn phrasing(cfg: &Config, llm: OpenAiClient) -> Result<Arc<dyn Responder>> {
+async fn phrasing(cfg: &Config, llm: OpenAiClient) -> Result<Arc<dyn Responder>> {
     if cfg.llm.kind.trim() != "adk" {
         return Ok(Arc::new(llm));
     }
@@ -66,8 +66,12 @@ fn phrasing(cfg: &Config, llm: OpenAiClient) -> Result<Arc<dyn Responder>> {
         let inner: Arc<dyn Responder> = Arc::new(llm);
         let model_client = llm_client(cfg)?.context("llm.kind = adk without a model")?;
         let model = adk_bridge::openai::OpenAiModel::new(Arc::new(model_client));
+        // The agent's sessions live beside CallLock's database (see
+        // open_sessions): a call's conversation survives a crash.
+        let sessions = adk_bridge::session::open_sessions(&cfg.database.to_string_lossy()).await?;
         let adk = adk_bridge::responder::AdkResponder::new(Arc::new(model), inner)
-            .map_err(|e| anyhow::anyhow!("setting up the ADK agent: {e}"))?;
+            .map_err(|e| anyhow::anyhow!("setting up the ADK agent: {e}"))?
+            .with_sessions(sessions);
         Ok(Arc::new(adk))
     }
     #[cfg(not(feature = "adk"))]
@@ -135,7 +139,7 @@ pub async fn vendors(cfg: &Config, store: store::Store) -> Result<Vendors> {
     };
     let responder: Arc<dyn Responder> = match llm_client(cfg)? {
         Some(llm) => Arc::new(FallbackResponder::new(
-            phrasing(cfg, llm)?,
+            phrasing(cfg, llm).await?,
             scripted.clone(),
             FallbackBudgets {
                 first_token: Duration::from_secs_f64(cfg.llm.first_token_budget_s),
