@@ -33,15 +33,25 @@ async fn start(answers: Vec<MockAnswer>) -> Call {
 
 /// A call whose agent has `tool`.
 async fn start_with(answers: Vec<MockAnswer>, tool: Option<Arc<dyn adk_core::Tool>>) -> Call {
+    start_agent(answers, |b| match tool {
+        Some(t) => b.tool(t),
+        None => b,
+    })
+    .await
+}
+
+/// A call whose root agent `barber` is finished by `more` (tools,
+/// sub-agents).
+async fn start_agent(
+    answers: Vec<MockAnswer>,
+    more: impl FnOnce(LlmAgentBuilder) -> LlmAgentBuilder,
+) -> Call {
     let mut model = MockModel::new(answers);
     model.piece_delay = Duration::from_millis(30);
-    let mut builder = LlmAgentBuilder::new("barber")
+    let builder = LlmAgentBuilder::new("barber")
         .model(Arc::new(model.clone()))
         .instruction("You book haircuts. The customer's name: {name?}.");
-    if let Some(t) = tool {
-        builder = builder.tool(t);
-    }
-    let agent = with_interruptions(builder).build().unwrap();
+    let agent = with_interruptions(more(builder)).build().unwrap();
     let adk = AdkCall::start(
         Arc::new(agent),
         Arc::new(InMemorySessionService::new()),
@@ -342,5 +352,49 @@ async fn the_pipeline_invokes_the_agent_and_pushes_state_it_sees_next_turn() {
     assert!(seen[1]
         .said_by("user")
         .contains(&"[caller id: Dana Fields]"));
+    call.pipeline.end(Duration::from_secs(2)).await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_barber_hands_the_caller_to_the_colorist_mid_call() {
+    let mut colorist_model = MockModel::new([
+        MockAnswer::text("Hi, this is the colorist. Which shade would you like?"),
+        MockAnswer::text("Copper it is. See you Friday."),
+    ]);
+    colorist_model.piece_delay = Duration::from_millis(30);
+    let colorist = with_interruptions(
+        LlmAgentBuilder::new("colorist")
+            .description("Hair colouring")
+            .model(Arc::new(colorist_model.clone()))
+            .instruction("You book colouring."),
+    )
+    .build()
+    .unwrap();
+    let mut call = start_agent(
+        vec![
+            MockAnswer::text("Hello! Haircut or colour?"),
+            MockAnswer::tool(
+                "transfer_to_agent",
+                serde_json::json!({"agent_name": "colorist"}),
+            ),
+        ],
+        |b| b.sub_agent(Arc::new(colorist)),
+    )
+    .await;
+    assert_eq!(call.turn("Hi there").await, "Hello! Haircut or colour?");
+    assert_eq!(
+        call.turn("Colour please").await,
+        "Hi, this is the colorist. Which shade would you like?"
+    );
+    assert_eq!(call.turn("Copper").await, "Copper it is. See you Friday.");
+    assert_eq!(call.model.requests().len(), 2, "the barber handed over");
+    let seen = colorist_model.requests();
+    assert_eq!(seen.len(), 2);
+    assert!(seen[1].said_by("user").contains(&"Copper"), "{:?}", seen[1]);
+    let kept = call.session().await;
+    assert_eq!(
+        kept.last(),
+        Some(&("colorist".into(), "Copper it is. See you Friday.".into()))
+    );
     call.pipeline.end(Duration::from_secs(2)).await;
 }
