@@ -220,6 +220,7 @@ async fn main() {
             tts: Arc::new(CodecTts::default()),
             barge_in: Default::default(),
             output_lead: Duration::ZERO,
+            observer: None,
         },
         Speaker { speaking: false },
     );

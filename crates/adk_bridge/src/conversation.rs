@@ -13,7 +13,8 @@
 //!
 //! While one of the agent's tools runs, barge-in is muted (the LLM stage's
 //! [`AdkLlm`](crate::llm::AdkLlm) sets the floor) and what the caller says
-//! is held, then asked once the tool's reply is written.
+//! is held, then asked once the tool's reply is written. Each tool's start
+//! and result go to the pipeline's observer ([`Observation::Tool`]).
 
 use crate::llm::AdkTurn;
 use crate::session::AdkCall;
@@ -25,7 +26,8 @@ use voice::accountant::{Accountant, Outcome};
 use voice::floor::{Floor, MuteReason};
 use voice::frames::{ControlFrame, Custom, Data, Frame, SystemFrame, UtteranceId};
 use voice::history::MsgId;
-use voice::stages::llm::LlmReply;
+use voice::observe::Observation;
+use voice::stages::llm::{LlmReply, LlmToolCall, LlmToolResult};
 use voice::{Ctx, Direction, Stage};
 
 /// What the application asks of the agent from inside the pipeline: send
@@ -257,6 +259,16 @@ impl Stage for AdkConversation {
                     if let Some(reply) = c.get::<LlmReply>().cloned() {
                         self.reply_ended(&reply);
                         self.ask_held(ctx);
+                    } else if let Some(call) = c.get::<LlmToolCall>() {
+                        ctx.observe(Observation::Tool {
+                            name: call.name.clone(),
+                            finished: false,
+                        });
+                    } else if let Some(done) = c.get::<LlmToolResult>() {
+                        ctx.observe(Observation::Tool {
+                            name: done.name.clone(),
+                            finished: true,
+                        });
                     }
                 }
                 // The turn stage above reads the floor, not these.

@@ -49,7 +49,7 @@ impl AdkLlm {
 /// What the pipeline hears of one ADK event. Partial events carry the
 /// reply as it streams; the final event repeats it whole, so its text is
 /// used only by an author that streamed none (a model that does not
-/// stream). Each tool call is reported once.
+/// stream). Each tool call and each tool result is reported once.
 fn pieces(e: &Event, streamed: &mut HashSet<String>) -> Vec<LlmEvent> {
     let Some(content) = &e.llm_response.content else {
         return Vec::new();
@@ -74,6 +74,22 @@ fn pieces(e: &Event, streamed: &mut HashSet<String>) -> Vec<LlmEvent> {
                     out.push(LlmEvent::ToolCall {
                         name: name.clone(),
                         arguments: args.to_string(),
+                    });
+                }
+            }
+            Part::FunctionResponse {
+                function_response,
+                id,
+                ..
+            } => {
+                let key = format!(
+                    "result:{}",
+                    id.as_deref().unwrap_or(&function_response.name)
+                );
+                if streamed.insert(key) {
+                    out.push(LlmEvent::ToolResult {
+                        name: function_response.name.clone(),
+                        result: function_response.response.to_string(),
                     });
                 }
             }

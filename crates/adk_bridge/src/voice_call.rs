@@ -44,6 +44,9 @@ pub struct Parts<D, S> {
     /// Agent audio handed to the sink ahead of real time (0 for a local
     /// speaker, ~100 ms for a phone line).
     pub output_lead: Duration,
+    /// Where the stages report what they see (tools starting and
+    /// returning among it); none: not observed.
+    pub observer: Option<voice::observe::ObserverTx>,
 }
 
 /// Build and start the pipeline; agent audio goes to `sink`.
@@ -59,7 +62,11 @@ where
     };
     let floor = Arc::new(Floor::default());
     let llm = AdkLlm::new(parts.call.clone()).with_floor(floor.clone());
-    let mut pipeline = voice::Pipeline::builder()
+    let mut builder = voice::Pipeline::builder();
+    if let Some(tx) = parts.observer {
+        builder = builder.observer(tx);
+    }
+    let mut pipeline = builder
         .stage(VadStage::new(parts.detector))
         .stage(SttStage::new(parts.stt))
         .stage(TurnStage::new(floor.clone(), parts.barge_in))

@@ -290,7 +290,11 @@ async fn a_tool_call_then_its_reply_stream_through() {
     });
     let items: Vec<LlmEvent> = llm.stream(&req).map(Result::unwrap).collect().await;
     assert!(matches!(&items[0], LlmEvent::ToolCall { name, .. } if name == "check_calendar"));
-    let text: String = items[1..]
+    assert!(
+        matches!(&items[1], LlmEvent::ToolResult { name, result } if name == "check_calendar" && result.contains("Friday 10:00")),
+        "{items:?}"
+    );
+    let text: String = items[2..]
         .iter()
         .map(|e| match e {
             LlmEvent::Text(t) => t.clone(),

@@ -19,6 +19,7 @@ use voice::testkit::{CodecDetector, Ear, MockStt, MockTts, Mouth};
 const CPS: f64 = 15.0;
 
 struct Call {
+    observed: voice::observe::ObserverRx,
     adk: AdkCall,
     model: MockModel,
     mouth: Mouth,
@@ -68,6 +69,7 @@ async fn start_agent(
         ..MockTts::default()
     };
     let ear = Ear::default();
+    let (observer, observed) = voice::observe::observer(1024);
     let running = adk_bridge::voice_call::start(
         adk_bridge::voice_call::Parts {
             call: adk.clone(),
@@ -77,6 +79,7 @@ async fn start_agent(
             tts: Arc::new(tts),
             barge_in: BargeInRules::default(),
             output_lead: Duration::ZERO,
+            observer: Some(observer),
         },
         ear.clone(),
     );
@@ -84,6 +87,7 @@ async fn start_agent(
     let input = pipeline.input().unwrap().clone();
     let mouth = Mouth::start(input, 8000, CPS);
     Call {
+        observed,
         adk,
         model,
         mouth,
@@ -278,6 +282,20 @@ async fn the_caller_is_not_heard_over_a_running_tool_and_is_answered_after_it() 
         "the tool's reply heard whole, then the held question answered"
     );
     assert!(call.ear.snapshot().clears.is_empty(), "nothing was cut");
+    let mut tools = Vec::new();
+    while let Ok(o) = call.observed.rx.try_recv() {
+        if let voice::observe::Observation::Tool { name, finished } = o.what {
+            tools.push((o.stage, name, finished));
+        }
+    }
+    assert_eq!(
+        tools,
+        [
+            ("adk_conversation", "book".to_string(), false),
+            ("adk_conversation", "book".to_string(), true)
+        ],
+        "the observer saw the tool start and return"
+    );
     let third = &call.model.requests()[2];
     assert_eq!(
         third.said_by("user").last(),

@@ -241,8 +241,10 @@ async fn garbage_on_a_live_stream_never_kills_the_call() {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     // The server first reads what is left of the 100,000 messages (it may
-    // be seconds behind on a loaded two-core machine), then the line.
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    // be many seconds behind on a loaded two-core machine: this test runs
+    // beside the others of its file, in a debug build), then the line.
+    // What matters is that the call lives on, not how fast.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(90);
     while quiet(&media_out) == before {
         assert!(
             tokio::time::Instant::now() < deadline,

@@ -20,6 +20,8 @@ pub enum Observation {
     Stopped,
     /// Application-defined.
     Note(&'static str),
+    /// A tool the model called started (`finished: false`) or returned.
+    Tool { name: String, finished: bool },
 }
 
 /// One observation with where it came from.

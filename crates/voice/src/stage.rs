@@ -57,6 +57,8 @@ pub struct Ctx<'a> {
     scope: &'a Arc<CallScope>,
     rx: &'a Receiver,
     name: &'static str,
+    observer: Option<&'a ObserverTx>,
+    index: usize,
 }
 
 impl<'a> Ctx<'a> {
@@ -110,6 +112,14 @@ impl<'a> Ctx<'a> {
     /// This stage's name.
     pub fn name(&self) -> &'static str {
         self.name
+    }
+
+    /// Tell the pipeline's observer (never waits: dropped and counted
+    /// when the observer lags; nothing without one).
+    pub fn observe(&self, o: Observation) {
+        if let Some(tx) = self.observer {
+            tx.send(self.index, self.name, o);
+        }
     }
 
     /// Run `work` in the background until it finishes or `token` is
@@ -219,6 +229,8 @@ pub(crate) async fn run_stage<S: Stage>(mut stage: S, wiring: Wiring) {
                 scope: &scope,
                 rx: &rx,
                 name,
+                observer: observer.as_ref(),
+                index,
             };
             stage.handle(frame, dir, &mut ctx);
         }

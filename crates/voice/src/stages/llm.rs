@@ -30,6 +30,9 @@ pub enum LlmEvent {
     Text(String),
     /// The model asked for a tool (name, JSON arguments).
     ToolCall { name: String, arguments: String },
+    /// A tool the model called returned (for a model that runs its own
+    /// tools, as an agent does): name, JSON result.
+    ToolResult { name: String, result: String },
 }
 
 /// Why a stream failed.
@@ -64,6 +67,14 @@ pub struct LlmToolCall {
     pub id: UtteranceId,
     pub name: String,
     pub arguments: String,
+}
+
+/// Sent upstream when a tool the model runs itself returned.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LlmToolResult {
+    pub id: UtteranceId,
+    pub name: String,
+    pub result: String,
 }
 
 #[derive(Debug)]
@@ -178,6 +189,14 @@ impl Stage for LlmStage {
                                 arguments: arguments.clone(),
                             };
                             ctx.push_up(Frame::Control(ControlFrame::Custom(Custom::new(call))));
+                        }
+                        Report::Event(LlmEvent::ToolResult { name, result }) => {
+                            let done = LlmToolResult {
+                                id: *id,
+                                name: name.clone(),
+                                result: result.clone(),
+                            };
+                            ctx.push_up(Frame::Control(ControlFrame::Custom(Custom::new(done))));
                         }
                         Report::Failed(e) => {
                             let f = self.current.take().expect("checked");
