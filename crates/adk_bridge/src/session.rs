@@ -244,9 +244,9 @@ impl AdkCall {
         });
     }
 
-    /// The session's events (the conversation as the ADK keeps it).
-    pub async fn events(&self) -> Result<Vec<Event>, BridgeError> {
-        let s = self
+    /// The call's session as the service holds it now.
+    async fn session(&self) -> Result<Box<dyn adk_session::Session>, BridgeError> {
+        Ok(self
             .sessions
             .get(GetRequest {
                 app_name: self.identity.app_name.to_string(),
@@ -255,22 +255,16 @@ impl AdkCall {
                 num_recent_events: None,
                 after: None,
             })
-            .await?;
-        Ok(s.events().all())
+            .await?)
+    }
+
+    /// The session's events (the conversation as the ADK keeps it).
+    pub async fn events(&self) -> Result<Vec<Event>, BridgeError> {
+        Ok(self.session().await?.events().all())
     }
 
     /// The session's state now.
     pub async fn state(&self) -> Result<HashMap<String, Value>, BridgeError> {
-        let s = self
-            .sessions
-            .get(GetRequest {
-                app_name: self.identity.app_name.to_string(),
-                user_id: self.identity.user_id.to_string(),
-                session_id: self.identity.session_id.to_string(),
-                num_recent_events: None,
-                after: None,
-            })
-            .await?;
-        Ok(s.state().all())
+        Ok(self.session().await?.state().all())
     }
 }

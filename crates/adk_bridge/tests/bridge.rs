@@ -15,16 +15,25 @@ use std::sync::Arc;
 use voice::frames::Custom;
 use voice::stages::llm::{Llm, LlmEvent};
 
+#[path = "support/mod.rs"]
+mod support;
+use support::session_texts;
+
 const INSTRUCTION: &str = "You book haircuts. The customer's name: {name?}.";
 
 async fn call(model: &MockModel) -> AdkCall {
-    let agent = with_interruptions(
-        LlmAgentBuilder::new("barber")
-            .model(Arc::new(model.clone()))
-            .instruction(INSTRUCTION),
-    )
-    .build()
-    .unwrap();
+    barber(model, |b| b).await
+}
+
+/// A call with the barber on `model`, finished by `more` (tools).
+async fn barber(
+    model: &MockModel,
+    more: impl FnOnce(LlmAgentBuilder) -> LlmAgentBuilder,
+) -> AdkCall {
+    let builder = LlmAgentBuilder::new("barber")
+        .model(Arc::new(model.clone()))
+        .instruction(INSTRUCTION);
+    let agent = with_interruptions(more(builder)).build().unwrap();
     AdkCall::start(
         Arc::new(agent),
         Arc::new(InMemorySessionService::new()),
@@ -48,20 +57,6 @@ async fn turn(llm: &AdkLlm, said: &str) -> Vec<String> {
         })
         .collect()
         .await
-}
-
-/// (author, text) of the session's events that carry text.
-async fn session_texts(call: &AdkCall) -> Vec<(String, String)> {
-    call.events()
-        .await
-        .unwrap()
-        .iter()
-        .filter_map(|e| {
-            let c = e.llm_response.content.as_ref()?;
-            let t: String = c.parts.iter().filter_map(|p| p.text()).collect();
-            (!t.is_empty()).then(|| (e.author.clone(), t))
-        })
-        .collect()
 }
 
 #[tokio::test]
@@ -199,23 +194,7 @@ fn calendar() -> Arc<adk_tool::FunctionTool> {
 }
 
 async fn call_with_tool(model: &MockModel) -> AdkCall {
-    let agent = with_interruptions(
-        LlmAgentBuilder::new("barber")
-            .model(Arc::new(model.clone()))
-            .instruction(INSTRUCTION)
-            .tool(calendar()),
-    )
-    .build()
-    .unwrap();
-    AdkCall::start(
-        Arc::new(agent),
-        Arc::new(InMemorySessionService::new()),
-        "barbershop",
-        "CA0002",
-        HashMap::new(),
-    )
-    .await
-    .unwrap()
+    barber(model, |b| b.tool(calendar())).await
 }
 
 fn tool_results(events: &[adk_core::Event]) -> Vec<String> {

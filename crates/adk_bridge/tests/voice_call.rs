@@ -16,6 +16,9 @@ use voice::floor::Floor;
 use voice::stages::turn::BargeInRules;
 use voice::testkit::{CodecDetector, Ear, MockStt, MockTts, Mouth};
 
+#[path = "support/mod.rs"]
+mod support;
+
 const CPS: f64 = 15.0;
 
 struct Call {
@@ -133,17 +136,7 @@ impl Call {
 
     /// (author, text) of the session's text events.
     async fn session(&self) -> Vec<(String, String)> {
-        self.adk
-            .events()
-            .await
-            .unwrap()
-            .iter()
-            .filter_map(|e| {
-                let c = e.llm_response.content.as_ref()?;
-                let t: String = c.parts.iter().filter_map(|p| p.text()).collect();
-                (!t.is_empty()).then(|| (e.author.clone(), t))
-            })
-            .collect()
+        support::session_texts(&self.adk).await
     }
 }
 
