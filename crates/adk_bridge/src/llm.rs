@@ -50,7 +50,7 @@ impl AdkLlm {
 /// reply as it streams; the final event repeats it whole, so its text is
 /// used only by an author that streamed none (a model that does not
 /// stream). Each tool call and each tool result is reported once.
-fn pieces(e: &Event, streamed: &mut HashSet<String>) -> Vec<LlmEvent> {
+pub(crate) fn pieces(e: &Event, streamed: &mut HashSet<String>) -> Vec<LlmEvent> {
     let Some(content) = &e.llm_response.content else {
         return Vec::new();
     };

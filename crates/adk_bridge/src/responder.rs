@@ -20,7 +20,6 @@
 
 use crate::interruptions::{normalise, with_interruptions};
 use crate::session::AdkCall;
-use adk_core::Part;
 use adk_session::{InMemorySessionService, SessionService};
 use agent::extract::ExtractedFields;
 use agent::responder::{
@@ -28,8 +27,9 @@ use agent::responder::{
 };
 use futures_util::StreamExt;
 use serde_json::{json, Map, Value};
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::{Arc, Mutex};
+use voice::stages::llm::LlmEvent;
 
 /// Calls whose sessions are kept at once (the oldest go first).
 const MAX_CALLS: usize = 1024;
@@ -227,36 +227,28 @@ impl Responder for AdkResponder {
             .map_err(|e| ResponderError::Other(e.to_string()))?;
         let last_reply = brain.last_reply.clone();
         last_reply.lock().unwrap_or_else(|e| e.into_inner()).clear();
-        let texts = events.filter_map(move |e| {
-            let last_reply = last_reply.clone();
-            async move {
-                let e = match e {
-                    Ok(e) => e,
-                    Err(e) => return Some(Err(ResponderError::Other(e.to_string()))),
-                };
-                if e.author == "user" || !e.llm_response.partial {
-                    return None;
-                }
-                let text: String = e
-                    .llm_response
-                    .content
-                    .as_ref()?
-                    .parts
-                    .iter()
+        // What the pipeline would hear of each event (llm::pieces), its
+        // text only: the model's tool calls are not CallLock's.
+        let mut streamed = HashSet::new();
+        let texts = events.flat_map(move |e| {
+            let items: Vec<Result<String, ResponderError>> = match e {
+                Err(e) => vec![Err(ResponderError::Other(e.to_string()))],
+                Ok(e) => crate::llm::pieces(&e, &mut streamed)
+                    .into_iter()
                     .filter_map(|p| match p {
-                        Part::Text { text } => Some(text.as_str()),
+                        LlmEvent::Text(t) => Some(t),
                         _ => None,
                     })
-                    .collect();
-                if text.is_empty() {
-                    return None;
-                }
-                last_reply
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .push_str(&text);
-                Some(Ok(text))
-            }
+                    .map(|t| {
+                        last_reply
+                            .lock()
+                            .unwrap_or_else(|e| e.into_inner())
+                            .push_str(&t);
+                        Ok(t)
+                    })
+                    .collect(),
+            };
+            futures_util::stream::iter(items)
         });
         Ok(Box::pin(texts))
     }
@@ -275,5 +267,56 @@ impl Responder for AdkResponder {
 
     fn name(&self) -> &str {
         &self.name
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use adk_core::{Content, LlmRequest, LlmResponse, LlmResponseStream};
+    use agent::responder::{ChatMessage, ScriptedResponder};
+
+    /// A model that answers in one final response, no partial chunks.
+    struct Whole;
+
+    #[async_trait::async_trait]
+    impl adk_core::Llm for Whole {
+        fn name(&self) -> &str {
+            "whole"
+        }
+        async fn generate_content(
+            &self,
+            _req: LlmRequest,
+            _stream: bool,
+        ) -> adk_core::Result<LlmResponseStream> {
+            let r = LlmResponse {
+                content: Some(Content::new("model").with_text("All in one piece.")),
+                partial: false,
+                turn_complete: true,
+                ..LlmResponse::default()
+            };
+            Ok(Box::pin(futures_util::stream::iter([Ok(r)])))
+        }
+    }
+
+    #[tokio::test]
+    async fn a_model_that_does_not_stream_is_still_heard() {
+        let inner = Arc::new(ScriptedResponder::new(agent::BusinessProfile::default()));
+        let r = AdkResponder::new(Arc::new(Whole), inner).unwrap();
+        let mut session = agent::session::Session::new("+15125550000");
+        session.call_sid = "CAwhole".into();
+        let req = TurnRequest {
+            state: agent::State::Welcome,
+            session,
+            messages: vec![ChatMessage::system("Be brief."), ChatMessage::user("hello")],
+        };
+        let said: Vec<String> = r
+            .reply(&req)
+            .await
+            .unwrap()
+            .map(Result::unwrap)
+            .collect()
+            .await;
+        assert_eq!(said, ["All in one piece."]);
     }
 }
