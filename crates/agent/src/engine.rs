@@ -458,10 +458,13 @@ impl<P: Policy> Engine<P> {
                     self.idle_at = None;
                     self.idle_prompts += 1;
                     if self.idle_prompts > self.config.idle_max_prompts {
+                        self.session.caller_silent = true;
                         self.speak(Canned::IdleGoodbye, now, out);
                         self.request_hangup(now, out);
-                    } else {
+                    } else if self.idle_prompts == 1 {
                         self.speak(Canned::IdlePrompt, now, out);
+                    } else {
+                        self.speak(Canned::IdlePromptAgain, now, out);
                     }
                 }
             }
@@ -1113,15 +1116,20 @@ mod tests {
         assert!(e.handle(Input::TimerFired(Timer::Idle), 5.0).is_empty());
         let fx = e.handle(Input::TimerFired(Timer::Idle), 10.0);
         assert!(spoke(&fx, Canned::IdlePrompt));
+        // The second prompt is worded differently: never the same line
+        // twice in a row.
         let at = idle_timer(&e.handle(Input::BotStoppedSpeaking, 11.0)).unwrap();
         assert!(spoke(
             &e.handle(Input::TimerFired(Timer::Idle), at),
-            Canned::IdlePrompt
+            Canned::IdlePromptAgain
         ));
         let at = idle_timer(&e.handle(Input::BotStoppedSpeaking, 22.0)).unwrap();
+        assert!(!e.session().caller_silent, "two prompts: still waiting");
         let fx = e.handle(Input::TimerFired(Timer::Idle), at);
         assert!(spoke(&fx, Canned::IdleGoodbye));
         assert!(e.end_call_pending());
+        // The record will say the caller stopped answering (issue 15).
+        assert!(e.session().caller_silent);
         // The goodbye is heard in full, then the call ends (D-10).
         let fx = e.handle(Input::BotStoppedSpeaking, at + 3.0);
         assert!(idle_timer(&fx).is_none());
@@ -1148,13 +1156,12 @@ mod tests {
         );
         // The pending idle expiry from before the utterance is stale.
         assert!(e.handle(Input::TimerFired(Timer::Idle), 20.0).is_empty());
-        for t in [30.0, 50.0] {
+        // Counting starts again: a first prompt, a second, no goodbye.
+        for (t, line) in [(30.0, Canned::IdlePrompt), (50.0, Canned::IdlePromptAgain)] {
             let at = idle_timer(&e.handle(Input::BotStoppedSpeaking, t)).unwrap();
-            assert!(spoke(
-                &e.handle(Input::TimerFired(Timer::Idle), at),
-                Canned::IdlePrompt
-            ));
+            assert!(spoke(&e.handle(Input::TimerFired(Timer::Idle), at), line));
         }
+        assert!(!e.end_call_pending());
     }
 
     #[test]

@@ -23,10 +23,26 @@ pub const CLASSIFICATION_KEYS: [&str; 6] = [
     "sentiment_score",
 ];
 
-/// Why the call ended (SPEC §7.2 with D-5): `safety_emergency` in
-/// safety_exit; `completed` in confirm with a confirmed booking;
-/// `sales_lead` for any (other) high-ticket lead; `callback_later` in
-/// callback; otherwise `customer_hangup`.
+/// Why the call ended (SPEC §7.2 with D-5, and CallLock's record of what
+/// really happened — README, "Where we differ from the reference"):
+///
+/// - `safety_emergency` in safety_exit;
+/// - `completed` in confirm with a confirmed booking;
+/// - `sales_lead` for any (other) high-ticket lead;
+/// - `callback_later` in callback, or wherever a callback is owed to the
+///   caller: created, or promised and waiting in the outbox (a failed
+///   booking, a timing callback);
+/// - `appointment_cancelled` / `appointment_rescheduled` in confirm after
+///   the caller's existing appointment was changed (D-8),
+///   `appointment_status` after a status check (`completed` stays the
+///   mark of a new booking);
+/// - `no_response` when the agent ended the call because the caller
+///   stopped answering;
+/// - otherwise `customer_hangup`: the caller put the phone down.
+///
+/// The reference said `customer_hangup` for every call the agent ended
+/// outside those first four rules; a session that records none of the
+/// facts above still gets exactly the reference's answer.
 pub fn end_call_reason(state: State, session: &Session) -> &'static str {
     if state == State::SafetyExit {
         "safety_emergency"
@@ -34,11 +50,86 @@ pub fn end_call_reason(state: State, session: &Session) -> &'static str {
         "completed"
     } else if session.is_high_ticket() {
         "sales_lead"
-    } else if state == State::Callback {
+    } else if state == State::Callback || callback_owed(state, session) {
         "callback_later"
+    } else if let Some(reason) = appointment_change(state, session) {
+        reason
+    } else if session.caller_silent {
+        "no_response"
     } else {
         "customer_hangup"
     }
+}
+
+/// A callback is owed: it was created, or a state that promises one tried
+/// to create it (the outbox keeps trying, D-17).
+fn callback_owed(state: State, session: &Session) -> bool {
+    session.callback_created || (state.promises_callback() && session.callback_attempts > 0)
+}
+
+/// The end reason of a call that changed the caller's existing
+/// appointment: `confirm` is reached from `manage_booking` only when the
+/// `manage_appointment` request went through.
+fn appointment_change(state: State, session: &Session) -> Option<&'static str> {
+    if state != State::Confirm || session.booking_confirmed {
+        return None;
+    }
+    match session.manage_action.as_str() {
+        "cancel" => Some("appointment_cancelled"),
+        "reschedule" => Some("appointment_rescheduled"),
+        "status" => Some("appointment_status"),
+        _ => None,
+    }
+}
+
+/// What the call was for, as the dashboard files it: `booking_request`
+/// for a new booking; `existing_appointment` for a caller who cancelled,
+/// moved or checked an appointment; `non_service` (billing, vendors, job
+/// seekers…) and `follow_up` (chasing an earlier call) for callers who
+/// ended the call there; else `new_lead`. Only `new_lead` callers are
+/// leads.
+pub fn primary_intent(state: State, session: &Session) -> &'static str {
+    if session.booking_confirmed {
+        "booking_request"
+    } else if !session.manage_action.is_empty() || state == State::ManageBooking {
+        "existing_appointment"
+    } else if state == State::NonService {
+        "non_service"
+    } else if state == State::FollowUp {
+        "follow_up"
+    } else {
+        "new_lead"
+    }
+}
+
+/// Where and when, for the dashboard's job card: the service ZIP and the
+/// appointment the caller changed or asked about, with what was done
+/// (after a reschedule: the new time). Merged into the job beside the LLM
+/// classification; the §7.3 payload itself keeps the reference's key set.
+pub fn job_location_and_time(state: State, session: &Session) -> Map<String, Value> {
+    let mut m = Map::new();
+    if !session.zip_code.trim().is_empty() {
+        m.insert("service_zip".into(), Value::from(session.zip_code.trim()));
+    }
+    if appointment_change(state, session).is_some() {
+        let when = [
+            session.appointment_date.trim(),
+            session.appointment_time.trim(),
+        ]
+        .iter()
+        .filter(|p| !p.is_empty())
+        .copied()
+        .collect::<Vec<_>>()
+        .join(" ");
+        if !when.is_empty() {
+            m.insert("appointment_time".into(), Value::from(when));
+        }
+        m.insert(
+            "appointment_action".into(),
+            Value::from(session.manage_action.as_str()),
+        );
+    }
+    m
 }
 
 /// What the caller said, one line per caller entry: the text tags are
@@ -128,7 +219,7 @@ pub fn build_job_payload(
         "revenue_tier_signals": field("signals"),
         "revenue_confidence": field("confidence"),
         "caller_type": "residential",
-        "primary_intent": if session.booking_confirmed { "booking_request" } else { "new_lead" },
+        "primary_intent": primary_intent(state, session),
         "work_type": "service",
     });
     if let Value::Object(m) = &mut job {
@@ -332,6 +423,137 @@ mod tests {
             "safety_emergency"
         );
         assert_eq!(e(State::BookingFailed, json!({})), "customer_hangup");
+    }
+
+    /// Issue 15: calls the agent ended are not filed as the caller hanging
+    /// up. A session that records none of these facts keeps the
+    /// reference's answer (the cases above).
+    #[test]
+    fn the_end_reason_says_what_really_happened() {
+        let e = |st: State, v: Value| end_call_reason(st, &sess(v));
+        // "I'm sorry, we couldn't book that time — someone will call you."
+        assert_eq!(
+            e(
+                State::BookingFailed,
+                json!({"booking_attempted": true, "callback_created": true})
+            ),
+            "callback_later"
+        );
+        // The backend was down: the promised callback waits in the outbox.
+        assert_eq!(
+            e(
+                State::BookingFailed,
+                json!({"booking_attempted": true, "callback_attempts": 2})
+            ),
+            "callback_later"
+        );
+        // "Can someone just call me back?"
+        assert_eq!(
+            e(State::UrgencyCallback, json!({"callback_created": true})),
+            "callback_later"
+        );
+        // "I need to cancel my appointment" … "cancel it please".
+        assert_eq!(
+            e(State::Confirm, json!({"manage_action": "cancel"})),
+            "appointment_cancelled"
+        );
+        // "I need to reschedule" … "friday afternoon please".
+        assert_eq!(
+            e(State::Confirm, json!({"manage_action": "reschedule"})),
+            "appointment_rescheduled"
+        );
+        // "Just checking on my appointment."
+        assert_eq!(
+            e(State::Confirm, json!({"manage_action": "status"})),
+            "appointment_status"
+        );
+        // A cancellation that failed went to callback; the callback rules.
+        assert_eq!(
+            e(
+                State::Callback,
+                json!({"manage_action": "cancel", "callback_created": true})
+            ),
+            "callback_later"
+        );
+        // The caller stopped answering; the agent said goodbye.
+        assert_eq!(
+            e(State::Discovery, json!({"caller_silent": true})),
+            "no_response"
+        );
+        // A silent caller who was owed a callback is still owed it.
+        assert_eq!(
+            e(
+                State::Callback,
+                json!({"caller_silent": true, "callback_created": true})
+            ),
+            "callback_later"
+        );
+        // Danger and high-ticket leads keep their reasons.
+        assert_eq!(
+            e(State::SafetyExit, json!({"caller_silent": true})),
+            "safety_emergency"
+        );
+        assert_eq!(
+            e(
+                State::UrgencyCallback,
+                json!({"lead_type": "high_ticket", "callback_created": true})
+            ),
+            "sales_lead"
+        );
+        // The caller hung up mid-discovery: that is a hang-up.
+        assert_eq!(e(State::Discovery, json!({})), "customer_hangup");
+    }
+
+    #[test]
+    fn a_cancellation_is_not_a_new_lead() {
+        let p = |st: State, v: Value| primary_intent(st, &sess(v));
+        assert_eq!(
+            p(State::Confirm, json!({"manage_action": "cancel"})),
+            "existing_appointment"
+        );
+        assert_eq!(
+            p(State::Callback, json!({"manage_action": "reschedule"})),
+            "existing_appointment"
+        );
+        assert_eq!(p(State::ManageBooking, json!({})), "existing_appointment");
+        assert_eq!(p(State::NonService, json!({})), "non_service");
+        assert_eq!(p(State::FollowUp, json!({})), "follow_up");
+        assert_eq!(p(State::Callback, json!({})), "new_lead");
+        assert_eq!(p(State::Discovery, json!({})), "new_lead");
+        assert_eq!(
+            p(State::Confirm, json!({"booking_confirmed": true})),
+            "booking_request"
+        );
+        let job = build_job_payload(
+            State::Confirm,
+            &sess(json!({"manage_action": "cancel"})),
+            0.0,
+            "",
+        );
+        assert_eq!(job["primary_intent"], "existing_appointment");
+        assert_eq!(job["end_call_reason"], "appointment_cancelled");
+    }
+
+    #[test]
+    fn the_job_card_gets_the_zip_and_the_changed_appointment() {
+        let rescheduled = sess(json!({
+            "zip_code": " 78704 ", "manage_action": "reschedule",
+            "appointment_date": "Friday, February 27", "appointment_time": "2:00 PM",
+        }));
+        let m = job_location_and_time(State::Confirm, &rescheduled);
+        assert_eq!(m["service_zip"], "78704");
+        assert_eq!(m["appointment_time"], "Friday, February 27 2:00 PM");
+        assert_eq!(m["appointment_action"], "reschedule");
+        // A change that did not go through (callback) is not reported as done.
+        let m = job_location_and_time(State::Callback, &rescheduled);
+        assert_eq!(m.get("appointment_action"), None);
+        assert_eq!(m.get("appointment_time"), None);
+        // A new booking: its time is `scheduled_at` (§7.3), nothing else.
+        let booked = sess(json!({"zip_code": "78745", "booking_confirmed": true,
+            "booked_time": "2026-02-20T10:00:00"}));
+        let m = job_location_and_time(State::Confirm, &booked);
+        assert_eq!(Value::Object(m), json!({"service_zip": "78745"}));
+        assert!(job_location_and_time(State::Callback, &sess(json!({}))).is_empty());
     }
 
     #[test]

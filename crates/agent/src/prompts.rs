@@ -459,6 +459,9 @@ pub enum Canned {
     ScopedReply,
     /// Asked after the caller has been silent for a while.
     IdlePrompt,
+    /// Asked when the caller stays silent after [`Canned::IdlePrompt`]:
+    /// other words, so the same line is never said twice in a row.
+    IdlePromptAgain,
     /// Said before hanging up on a caller who stayed silent.
     IdleGoodbye,
     /// The caller spoke but speech recognition made out no words (its
@@ -479,6 +482,7 @@ impl Canned {
             Canned::Terminal(s) => format!("canned_terminal:{}", s.as_str()),
             Canned::ScopedReply => "scoped_reply".to_string(),
             Canned::IdlePrompt => "idle:prompt".to_string(),
+            Canned::IdlePromptAgain => "idle:prompt_again".to_string(),
             Canned::IdleGoodbye => "idle:goodbye".to_string(),
             Canned::NotHeard => "not_heard".to_string(),
         }
@@ -493,6 +497,7 @@ impl Canned {
             "turn_limit:per_state" => Canned::TurnLimitPerState,
             "scoped_reply" => Canned::ScopedReply,
             "idle:prompt" => Canned::IdlePrompt,
+            "idle:prompt_again" => Canned::IdlePromptAgain,
             "idle:goodbye" => Canned::IdleGoodbye,
             "not_heard" => Canned::NotHeard,
             other => Canned::Terminal(other.strip_prefix("canned_terminal:")?.parse().ok()?),
@@ -514,6 +519,10 @@ to sort this out."
             Canned::Terminal(s) => terminal_script(*s, profile).unwrap_or_default(),
             Canned::ScopedReply => String::new(),
             Canned::IdlePrompt => "Are you still there?".to_string(),
+            Canned::IdlePromptAgain => {
+                "I can't hear anything on the line. If you're still there, please say something."
+                    .to_string()
+            }
             Canned::NotHeard => "Sorry, I didn't catch that. Could you say that again?".to_string(),
             Canned::IdleGoodbye => format!(
                 "I haven't heard anything, so I'll let you go. Call {} back anytime. Goodbye!",

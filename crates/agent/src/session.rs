@@ -151,6 +151,10 @@ pub struct Session {
     pub manage_action: String,
     /// D-8: the caller's words naming the new time for a reschedule.
     pub manage_time_hint: String,
+    /// The agent ended the call because the caller stopped answering (the
+    /// idle prompts went unanswered): the record says `no_response`, not
+    /// that the caller hung up.
+    pub caller_silent: bool,
 }
 
 impl Default for Session {
@@ -199,6 +203,7 @@ impl Default for Session {
             conversation_history: Vec::new(),
             manage_action: String::new(),
             manage_time_hint: String::new(),
+            caller_silent: false,
         }
     }
 }

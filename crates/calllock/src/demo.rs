@@ -73,7 +73,8 @@ pub async fn run_call(
     outcome
 }
 
-/// The replay report: outcome, session, timed transcript, tool calls.
+/// The replay report: outcome, session, timed transcript, tool calls and
+/// the job the dashboard would receive.
 pub fn report(outcome: &sim::Outcome) -> Value {
     let fc = record::classify(outcome, "");
     let tools: Vec<Value> = outcome
@@ -101,6 +102,7 @@ pub fn report(outcome: &sim::Outcome) -> Value {
         "session": outcome.session,
         "transcript": fc.record["transcript"],
         "tool_calls": tools,
+        "job_payload": fc.record["job_payload"],
     })
 }
 

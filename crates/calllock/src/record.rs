@@ -7,7 +7,9 @@
 use crate::sim::{EndedBy, Outcome};
 use agent::backend::Backend;
 use agent::classify::{classify_tags, detect_priority, estimate_revenue_tier};
-use agent::postcall::{booking_status, build_call_payload, build_job_payload, end_call_reason};
+use agent::postcall::{
+    booking_status, build_call_payload, build_job_payload, end_call_reason, job_location_and_time,
+};
 use agent::session::TranscriptEntry;
 use agent::transcript::{to_json_array, to_plain_text};
 use chrono::{DateTime, TimeZone, Utc};
@@ -90,7 +92,10 @@ pub fn classify(outcome: &Outcome, user_email: &str) -> FinishedCall {
         })
         .unwrap_or_default();
     let revenue = estimate_revenue_tier(&s.problem_description, &revenue_tags);
-    let job = build_job_payload(state, s, outcome.end_time, user_email);
+    let mut job = build_job_payload(state, s, outcome.end_time, user_email);
+    if let Value::Object(m) = &mut job {
+        m.extend(job_location_and_time(state, s));
+    }
     let call = build_call_payload(
         state,
         s,

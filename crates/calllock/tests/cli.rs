@@ -238,12 +238,16 @@ fn replay_silence_gets_are_you_still_there_then_goodbye() {
     );
     let r = replay_json(&p, &[]);
     let es = entries(&r);
-    let prompts: Vec<&Value> = es
-        .iter()
-        .filter(|e| e["content"] == "Are you still there?")
-        .collect();
-    // One prompt in the first silence; two, then the goodbye, in the long one.
-    assert_eq!(prompts.len(), 3, "{es:?}");
+    let said = |line: &str| es.iter().filter(|e| e["content"] == line).count();
+    // One prompt in the first silence; two, then the goodbye, in the long
+    // one — the second worded differently, never the same line twice in a
+    // row.
+    assert_eq!(said("Are you still there?"), 2, "{es:?}");
+    assert_eq!(
+        said("I can't hear anything on the line. If you're still there, please say something."),
+        1,
+        "{es:?}"
+    );
     let last = es.last().unwrap();
     assert!(
         last["content"].as_str().unwrap().contains("Goodbye"),
@@ -251,6 +255,8 @@ fn replay_silence_gets_are_you_still_there_then_goodbye() {
     );
     assert_eq!(r["ended_by"], "agent");
     assert_eq!(r["final_state"], "service_area");
+    // The record says the caller stopped answering, not that they hung up.
+    assert_eq!(r["end_call_reason"], "no_response");
 }
 
 #[test]

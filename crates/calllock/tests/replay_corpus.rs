@@ -65,7 +65,12 @@ fn replay(call: &Call) -> Value {
 fn problems(call: &Call, r: &Value) -> Vec<String> {
     let mut bad = Vec::new();
     for (key, want) in &call.expect {
-        let got = r.get(key).unwrap_or(&r["session"][key]);
+        // The record's own fields, then the session's, then the job the
+        // dashboard receives (`primary_intent`, `service_zip`, …).
+        let got = r
+            .get(key)
+            .or_else(|| r["session"].get(key))
+            .unwrap_or(&r["job_payload"][key]);
         if got != want {
             bad.push(format!("{key}: expected {want}, got {got}"));
         }

@@ -559,6 +559,15 @@ async fn full_call_through_the_vendors(extra_env: &[(&str, &str)]) -> Fakes {
     assert_eq!(job["sentiment_score"], 4);
     assert_eq!(job["booking_status"], "confirmed");
     assert_eq!(job["user_email"], "owner@example.com");
+    // Where and when (issue 15): the address, the ZIP and the booked time.
+    assert_eq!(job["customer_address"], "4329 Franklin Street", "{job}");
+    assert_eq!(job["service_zip"], "78745", "{job}");
+    assert!(
+        job["scheduled_at"].as_str().is_some_and(|t| !t.is_empty()),
+        "{job}"
+    );
+    assert_eq!(job["end_call_reason"], "completed");
+    assert_eq!(job["primary_intent"], "booking_request");
     let call = json_of(&calls[0]);
     assert_eq!(call["call_id"], json!(id));
     assert_eq!(
@@ -654,6 +663,9 @@ async fn vendors_go_down_mid_call_and_nothing_is_lost() {
     let rec = calllock_json(&db, &env, &["calls", "show", &id, "--json"]);
     assert_eq!(rec["final_state"], "booking_failed", "{rec}");
     assert_eq!(rec["booking_status"], "attempted_failed");
+    // A callback was promised (it waits in the outbox): the record says
+    // so, not "customer_hangup" (issue 15).
+    assert_eq!(rec["end_call_reason"], "callback_later", "{rec}");
     assert_eq!(rec["session"]["customer_name"], "Dana Fields");
     assert_eq!(rec["session"]["service_address"], "4329 Franklin Street");
     assert_eq!(rec["job_payload"]["call_id"], json!(id));
@@ -738,6 +750,7 @@ async fn vendors_go_down_mid_call_and_nothing_is_lost() {
     let job = json_of(&jobs[0]);
     assert_eq!(job["call_id"], json!(id));
     assert_eq!(job["booking_status"], "attempted_failed", "{job}");
+    assert_eq!(job["end_call_reason"], "callback_later", "{job}");
     let call = json_of(&calls[0]);
     assert_eq!(call["call_id"], json!(id));
     // The job was accepted late: the waiting call record got its ids.
