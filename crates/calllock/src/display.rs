@@ -218,6 +218,14 @@ pub fn print_call_record(rec: &store::CallRecord) {
     );
     if let Some(t) = session["booked_time"].as_str().filter(|t| !t.is_empty()) {
         println!("appointment {}", agent::booking_time::say_time(t));
+    } else if let Some(t) = r["job_payload"]["appointment_time"].as_str() {
+        // An existing appointment the caller cancelled, moved or asked about.
+        let done = match r["job_payload"]["appointment_action"].as_str() {
+            Some("cancel") => "cancelled",
+            Some("reschedule") => "moved here",
+            _ => "checked",
+        };
+        println!("appointment {t} ({done})");
     }
     if let Some(p) = session["callback_phone"].as_str().filter(|p| !p.is_empty()) {
         println!("call back at {}", agent::validate::say_phone(p));

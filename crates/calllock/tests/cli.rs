@@ -378,11 +378,21 @@ fn chat_books_a_call_typed_by_a_person() {
 /// line), wait for the hang-up, and return stdout and stderr. Panics if the
 /// process fails.
 fn chat_typed(db: &Path, lines: &[&str], env: &[(&str, &str)]) -> (String, String) {
+    chat_typed_from("+15125559876", db, lines, env)
+}
+
+/// [`chat_typed`] from a given caller ID (the demo customers have one).
+fn chat_typed_from(
+    caller_id: &str,
+    db: &Path,
+    lines: &[&str],
+    env: &[(&str, &str)],
+) -> (String, String) {
     let mut child = bin()
         .env_remove("CALLLOCK_LOG")
         .arg("--db")
         .arg(db)
-        .arg("chat")
+        .args(["chat", "--caller-id", caller_id])
         // Speed up the clock-bound parts; the timers are still real.
         .env("CALLLOCK_BUFFER_DEBOUNCE_S", "0.1")
         .env("CALLLOCK_LLM_LATENCY_S", "0")
@@ -465,6 +475,52 @@ fn chat_reads_back_the_whole_street_address() {
         "{show}"
     );
     assert!(show.contains("appointment "), "{show}");
+}
+
+/// Issue 15, item 7: a caller who cancels an appointment is not filed as
+/// a new lead nor as a hang-up, and `calls show` says which appointment.
+#[test]
+fn a_cancellation_is_recorded_as_a_cancellation() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("chat.db");
+    // +15125550100 is the demo customer with an upcoming appointment.
+    let (stdout, _) = chat_typed_from(
+        "+15125550100",
+        &db,
+        &[
+            "I need to cancel my appointment",
+            "cancel it please",
+            "thanks, bye",
+        ],
+        &[],
+    );
+    assert!(
+        stdout.contains("end_call_reason appointment_cancelled"),
+        "{stdout}"
+    );
+    let list = text(&run(bin().arg("--db").arg(&db).arg("calls")).stdout);
+    let id = list
+        .lines()
+        .find(|l| l.contains("chat-"))
+        .and_then(|l| l.split_whitespace().next())
+        .unwrap_or_else(|| panic!("the call is listed: {list}"))
+        .to_string();
+    let out = run(bin()
+        .arg("--db")
+        .arg(&db)
+        .args(["calls", "show", &id, "--json"]));
+    let rec: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(rec["end_call_reason"], "appointment_cancelled", "{rec}");
+    let job = &rec["job_payload"];
+    assert_eq!(job["primary_intent"], "existing_appointment", "{job}");
+    assert_eq!(job["appointment_action"], "cancel", "{job}");
+    let show = text(&run(bin().arg("--db").arg(&db).args(["calls", "show", &id])).stdout);
+    let when = job["appointment_time"].as_str().unwrap_or_default();
+    assert!(!when.is_empty(), "{job}");
+    assert!(
+        show.contains(&format!("appointment {when} (cancelled)")),
+        "{show}"
+    );
 }
 
 #[test]
