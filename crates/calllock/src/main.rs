@@ -330,7 +330,15 @@ fn main() {
     }
     // The server handles many calls at once: all cores. Everything else
     // is one conversation on one thread.
-    let rt = if matches!(cli.command, Command::Serve { .. } | Command::Web { .. }) {
+    let rt = if matches!(cli.command, Command::Serve { .. }) {
+        // The playout thread paces every call's audio; the rest of the
+        // server runs a little behind it (serve::playout).
+        calllock::serve::playout::start();
+        tokio::runtime::Builder::new_multi_thread()
+            .on_thread_start(calllock::serve::playout::run_behind_playout)
+            .enable_all()
+            .build()
+    } else if matches!(cli.command, Command::Web { .. }) {
         tokio::runtime::Builder::new_multi_thread()
             .enable_all()
             .build()

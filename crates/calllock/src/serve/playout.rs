@@ -10,9 +10,51 @@
 //! due. (Timers and sockets work across runtimes: the socket stays
 //! registered with the main runtime's reactor; only the writing task runs
 //! here.)
+//!
+//! A thread of its own is not enough when the cores are busy: the
+//! operating system still runs the playout thread only when it gets to it,
+//! behind the server's worker threads. So `calllock serve` starts the
+//! playout thread first ([`start`]) and runs every other thread of the
+//! server a little behind it ([`run_behind_playout`], a nice value
+//! [`BEHIND_PLAYOUT`] higher): when a frame is due, the playout thread
+//! gets a core at once. It needs no privilege (a thread may always lower
+//! its own priority), and it changes nothing while cores are free.
 
 use std::sync::OnceLock;
 use tokio::runtime::{Builder, Handle, Runtime};
+
+/// How far behind the playout thread the server's other threads run: a
+/// nice value added to theirs (Linux; elsewhere nothing changes).
+pub const BEHIND_PLAYOUT: i32 = 4;
+
+/// Start the playout thread now, from the calling thread, whose CPU
+/// priority it keeps (a thread starts with its creator's). Call it before
+/// the server's runtime starts.
+pub fn start() {
+    let _ = handle();
+}
+
+/// Run the calling thread [`BEHIND_PLAYOUT`] nice steps behind the
+/// playout thread. For the server runtime's `on_thread_start`: its worker
+/// and blocking threads, and the threads they start, run behind.
+pub fn run_behind_playout() {
+    #[cfg(target_os = "linux")]
+    {
+        // On Linux a nice value belongs to a thread: PRIO_PROCESS with the
+        // thread's id changes this thread only.
+        // SAFETY: plain system calls on the calling thread; no memory is
+        // shared with them.
+        unsafe {
+            let tid = libc::syscall(libc::SYS_gettid) as libc::id_t;
+            *libc::__errno_location() = 0;
+            let nice = libc::getpriority(libc::PRIO_PROCESS, tid);
+            if nice == -1 && *libc::__errno_location() != 0 {
+                return;
+            }
+            libc::setpriority(libc::PRIO_PROCESS, tid, nice + BEHIND_PLAYOUT);
+        }
+    }
+}
 
 /// The process's playout runtime, started on first use.
 ///
