@@ -418,6 +418,24 @@ fn chat_typed_from(
     (stdout, stderr)
 }
 
+/// The one `chat` call saved in `db`: its id (from `calls`) and its record
+/// (`calls show --json`).
+fn the_chat_call(db: &Path) -> (String, Value) {
+    let list = text(&run(bin().arg("--db").arg(db).arg("calls")).stdout);
+    let id = list
+        .lines()
+        .find(|l| l.contains("chat-"))
+        .and_then(|l| l.split_whitespace().next())
+        .unwrap_or_else(|| panic!("the call is listed: {list}"))
+        .to_string();
+    let out = run(bin()
+        .arg("--db")
+        .arg(db)
+        .args(["calls", "show", &id, "--json"]));
+    let rec: Value = serde_json::from_slice(&out.stdout).unwrap();
+    (id, rec)
+}
+
 /// Issue 9, item 4: the read-back names the whole street address — suffix
 /// and apartment — as the caller said it, and the booking carries it.
 #[test]
@@ -452,18 +470,7 @@ fn chat_reads_back_the_whole_street_address() {
         stdout.contains("final state confirm, end_call_reason completed, booking confirmed"),
         "{stdout}"
     );
-    let list = text(&run(bin().arg("--db").arg(&db).arg("calls")).stdout);
-    let id = list
-        .lines()
-        .find(|l| l.contains("chat-"))
-        .and_then(|l| l.split_whitespace().next())
-        .unwrap_or_else(|| panic!("the call is listed: {list}"))
-        .to_string();
-    let out = run(bin()
-        .arg("--db")
-        .arg(&db)
-        .args(["calls", "show", &id, "--json"]));
-    let rec: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let (id, rec) = the_chat_call(&db);
     assert_eq!(
         rec["session"]["service_address"], "1207 Oak Hollow Drive, Apartment 4B",
         "the saved call keeps the address: {rec}"
@@ -498,18 +505,7 @@ fn a_cancellation_is_recorded_as_a_cancellation() {
         stdout.contains("end_call_reason appointment_cancelled"),
         "{stdout}"
     );
-    let list = text(&run(bin().arg("--db").arg(&db).arg("calls")).stdout);
-    let id = list
-        .lines()
-        .find(|l| l.contains("chat-"))
-        .and_then(|l| l.split_whitespace().next())
-        .unwrap_or_else(|| panic!("the call is listed: {list}"))
-        .to_string();
-    let out = run(bin()
-        .arg("--db")
-        .arg(&db)
-        .args(["calls", "show", &id, "--json"]));
-    let rec: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let (id, rec) = the_chat_call(&db);
     assert_eq!(rec["end_call_reason"], "appointment_cancelled", "{rec}");
     let job = &rec["job_payload"];
     assert_eq!(job["primary_intent"], "existing_appointment", "{job}");
