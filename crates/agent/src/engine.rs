@@ -461,9 +461,10 @@ impl<P: Policy> Engine<P> {
                         self.session.caller_silent = true;
                         self.speak(Canned::IdleGoodbye, now, out);
                         self.request_hangup(now, out);
-                    } else if self.idle_prompts == 1 {
+                    } else if self.idle_prompts % 2 == 1 {
                         self.speak(Canned::IdlePrompt, now, out);
                     } else {
+                        // Other words: never the same line twice in a row.
                         self.speak(Canned::IdlePromptAgain, now, out);
                     }
                 }
@@ -680,6 +681,12 @@ impl<P: Policy> Engine<P> {
 
     fn call_tool(&mut self, tool: Tool, now: f64, out: &mut Vec<Effect>) {
         let call = self.build_call(tool, now);
+        if let ToolCall::ManageAppointment { new_time, .. } = &call {
+            if !new_time.is_empty() {
+                // Kept for the record, in case the answer does not say.
+                self.session.rescheduled_to = crate::booking_time::say_time(new_time);
+            }
+        }
         if let Some(turn) = self.turn.as_mut() {
             match tool {
                 Tool::CreateCallback => turn.callback_attempted = true,

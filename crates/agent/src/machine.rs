@@ -371,6 +371,10 @@ impl StateMachine {
                     s.has_appointment = false;
                 }
                 if m.action_taken == "reschedule" && m.success {
+                    let moved_to = format!("{} {}", m.new_date, m.new_time);
+                    if !moved_to.trim().is_empty() {
+                        s.rescheduled_to = moved_to.trim().to_string();
+                    }
                     if !m.new_date.is_empty() {
                         s.appointment_date = m.new_date;
                     }

@@ -85,17 +85,24 @@ fn appointment_change(state: State, session: &Session) -> Option<&'static str> {
 /// What the call was for, as the dashboard files it: `booking_request`
 /// for a new booking; `existing_appointment` for a caller who cancelled,
 /// moved or checked an appointment; `non_service` (billing, vendors, job
-/// seekers…) and `follow_up` (chasing an earlier call) for callers who
-/// ended the call there; else `new_lead`. Only `new_lead` callers are
-/// leads.
+/// seekers…) and `follow_up` (chasing an earlier call) for such callers;
+/// else `new_lead`. A caller who went on to the safety question became a
+/// service call (no appointment on file, or a new problem): a lead.
 pub fn primary_intent(state: State, session: &Session) -> &'static str {
+    let service_call = session
+        .transcript_log
+        .iter()
+        .any(|e| e.state.as_deref() == Some(State::Safety.as_str()))
+        || matches!(state, State::Safety | State::ServiceArea | State::Discovery);
     if session.booking_confirmed {
         "booking_request"
+    } else if service_call {
+        "new_lead"
     } else if !session.manage_action.is_empty() || state == State::ManageBooking {
         "existing_appointment"
-    } else if state == State::NonService {
+    } else if state == State::NonService || session.caller_intent == "non_service" {
         "non_service"
-    } else if state == State::FollowUp {
+    } else if state == State::FollowUp || session.caller_intent == "follow_up" {
         "follow_up"
     } else {
         "new_lead"
@@ -112,15 +119,21 @@ pub fn job_location_and_time(state: State, session: &Session) -> Map<String, Val
         m.insert("service_zip".into(), Value::from(session.zip_code.trim()));
     }
     if appointment_change(state, session).is_some() {
-        let when = [
-            session.appointment_date.trim(),
-            session.appointment_time.trim(),
-        ]
-        .iter()
-        .filter(|p| !p.is_empty())
-        .copied()
-        .collect::<Vec<_>>()
-        .join(" ");
+        // A cancellation or status check names the appointment on file;
+        // a reschedule names where it moved to (never the old time).
+        let when = if session.manage_action == "reschedule" {
+            session.rescheduled_to.trim().to_string()
+        } else {
+            [
+                session.appointment_date.trim(),
+                session.appointment_time.trim(),
+            ]
+            .iter()
+            .filter(|p| !p.is_empty())
+            .copied()
+            .collect::<Vec<_>>()
+            .join(" ")
+        };
         if !when.is_empty() {
             m.insert("appointment_time".into(), Value::from(when));
         }
@@ -520,6 +533,23 @@ mod tests {
         assert_eq!(p(State::FollowUp, json!({})), "follow_up");
         assert_eq!(p(State::Callback, json!({})), "new_lead");
         assert_eq!(p(State::Discovery, json!({})), "new_lead");
+        // A job seeker handed to a callback by the turn limit is still not
+        // a lead.
+        assert_eq!(
+            p(State::Callback, json!({"caller_intent": "non_service"})),
+            "non_service"
+        );
+        // "I need to reschedule" with no appointment on file: the call went
+        // on to the safety question and became a service call — a lead.
+        let went_on = json!({"manage_action": "reschedule", "transcript_log": [
+            {"role": "user", "content": "I need to reschedule", "state": "welcome"},
+            {"role": "agent", "content": "Any gas smell?", "state": "safety"},
+        ]});
+        assert_eq!(p(State::Callback, went_on.clone()), "new_lead");
+        assert_eq!(
+            p(State::Discovery, json!({"manage_action": "cancel"})),
+            "new_lead"
+        );
         assert_eq!(
             p(State::Confirm, json!({"booking_confirmed": true})),
             "booking_request"
@@ -542,8 +572,19 @@ mod tests {
         }));
         let m = job_location_and_time(State::Confirm, &rescheduled);
         assert_eq!(m["service_zip"], "78704");
-        assert_eq!(m["appointment_time"], "Friday, February 27 2:00 PM");
+        // The V2 backend does not say the new time (SPEC §6.3.5): the date
+        // and time on file are the old ones and are not reported as new.
+        assert_eq!(m.get("appointment_time"), None);
+        let mut moved = rescheduled.clone();
+        moved.rescheduled_to = "Friday, February 27 at 2 PM".into();
+        let m = job_location_and_time(State::Confirm, &moved);
+        assert_eq!(m["appointment_time"], "Friday, February 27 at 2 PM");
         assert_eq!(m["appointment_action"], "reschedule");
+        let cancelled = sess(json!({"manage_action": "cancel",
+            "appointment_date": "Friday, February 27", "appointment_time": "2:00 PM"}));
+        let m = job_location_and_time(State::Confirm, &cancelled);
+        assert_eq!(m["appointment_time"], "Friday, February 27 2:00 PM");
+        assert_eq!(m["appointment_action"], "cancel");
         // A change that did not go through (callback) is not reported as done.
         let m = job_location_and_time(State::Callback, &rescheduled);
         assert_eq!(m.get("appointment_action"), None);

@@ -155,6 +155,10 @@ pub struct Session {
     /// idle prompts went unanswered): the record says `no_response`, not
     /// that the caller hung up.
     pub caller_silent: bool,
+    /// Where a reschedule moved the appointment, as said to a person: the
+    /// backend's new date and time when it gives them, else the time the
+    /// agent asked for (the V2 backend answers without them, SPEC §6.3.5).
+    pub rescheduled_to: String,
 }
 
 impl Default for Session {
@@ -204,6 +208,7 @@ impl Default for Session {
             manage_action: String::new(),
             manage_time_hint: String::new(),
             caller_silent: false,
+            rescheduled_to: String::new(),
         }
     }
 }

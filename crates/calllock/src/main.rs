@@ -332,10 +332,11 @@ fn main() {
     // is one conversation on one thread.
     let rt = if matches!(cli.command, Command::Serve { .. }) {
         // The playout thread paces every call's audio; the rest of the
-        // server runs a little behind it (serve::playout).
+        // server runs a little behind it (serve::playout): every thread
+        // started from here on inherits this thread's priority.
         calllock::serve::playout::start();
+        calllock::serve::playout::run_behind_playout();
         tokio::runtime::Builder::new_multi_thread()
-            .on_thread_start(calllock::serve::playout::run_behind_playout)
             .enable_all()
             .build()
     } else if matches!(cli.command, Command::Web { .. }) {

@@ -1,7 +1,8 @@
 //! The replay corpus (`examples/replays/corpus/`): calls written the way
 //! people really call — questions, corrections, hazards, returning
 //! callers, speech-to-text damage — each with its expected outcome in a
-//! `# expect: {…}` line (and `# caller-id: …` where it matters). Every call
+//! `# expect: {…}` line (`job.<key>` names a key of the dashboard job;
+//! `# caller-id: …` where it matters). Every call
 //! runs through the real `calllock replay` binary and must end as expected,
 //! never say an agent line twice in a row, never loop (no line three times,
 //! no turn-limit hand-off) and leave a record that matches what happened.
@@ -65,12 +66,12 @@ fn replay(call: &Call) -> Value {
 fn problems(call: &Call, r: &Value) -> Vec<String> {
     let mut bad = Vec::new();
     for (key, want) in &call.expect {
-        // The record's own fields, then the session's, then the job the
-        // dashboard receives (`primary_intent`, `service_zip`, …).
-        let got = r
-            .get(key)
-            .or_else(|| r["session"].get(key))
-            .unwrap_or(&r["job_payload"][key]);
+        // `job.<key>`: the job the dashboard receives; otherwise the
+        // record's own fields, then the session's.
+        let got = match key.strip_prefix("job.") {
+            Some(k) => &r["job_payload"][k],
+            None => r.get(key).unwrap_or(&r["session"][key]),
+        };
         if got != want {
             bad.push(format!("{key}: expected {want}, got {got}"));
         }

@@ -126,11 +126,7 @@ impl Recorder {
         let w = writer::Writer::new(dir.clone(), keep);
         std::thread::Builder::new()
             .name("calllock-recorder".into())
-            .spawn(move || {
-                // Disk work waits while a call's audio frame is due.
-                crate::serve::playout::run_behind_playout();
-                w.run(rx)
-            })
+            .spawn(move || w.run(rx))
             .context("cannot start the recording thread")?;
         Ok(Recorder {
             dir,

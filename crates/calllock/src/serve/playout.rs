@@ -14,11 +14,14 @@
 //! A thread of its own is not enough when the cores are busy: the
 //! operating system still runs the playout thread only when it gets to it,
 //! behind the server's worker threads. So `calllock serve` starts the
-//! playout thread first ([`start`]) and runs every other thread of the
-//! server a little behind it ([`run_behind_playout`], a nice value
-//! [`BEHIND_PLAYOUT`] higher): when a frame is due, the playout thread
-//! gets a core at once. It needs no privilege (a thread may always lower
-//! its own priority), and it changes nothing while cores are free.
+//! playout thread first ([`start`]), then lowers its main thread
+//! ([`run_behind_playout`], a nice value [`BEHIND_PLAYOUT`] higher) before
+//! it starts anything else: every later thread (the runtime's workers and
+//! blocking threads, the speech pools, the database and recording
+//! threads) starts with its creator's priority, so all of them run a
+//! little behind the playout thread, and when a frame is due it gets a
+//! core at once. It needs no privilege (a thread may always lower its own
+//! priority), and it changes nothing while cores are free.
 
 use std::sync::OnceLock;
 use tokio::runtime::{Builder, Handle, Runtime};
@@ -35,8 +38,8 @@ pub fn start() {
 }
 
 /// Run the calling thread [`BEHIND_PLAYOUT`] nice steps behind the
-/// playout thread. For the server runtime's `on_thread_start`: its worker
-/// and blocking threads, and the threads they start, run behind.
+/// playout thread; the threads it starts afterwards inherit that. Call it
+/// once, on the main thread, after [`start`].
 pub fn run_behind_playout() {
     #[cfg(target_os = "linux")]
     {
