@@ -371,15 +371,15 @@ impl StateMachine {
                     s.has_appointment = false;
                 }
                 if m.action_taken == "reschedule" && m.success {
-                    let moved_to = format!("{} {}", m.new_date, m.new_time);
-                    if !moved_to.trim().is_empty() {
-                        s.rescheduled_to = moved_to.trim().to_string();
-                    }
+                    let backend_says_when = !m.new_date.is_empty() || !m.new_time.is_empty();
                     if !m.new_date.is_empty() {
                         s.appointment_date = m.new_date;
                     }
                     if !m.new_time.is_empty() {
                         s.appointment_time = m.new_time;
+                    }
+                    if backend_says_when {
+                        s.rescheduled_to = s.appointment_when();
                     }
                 }
                 // manage_action stays: the confirm prompt reports the change.

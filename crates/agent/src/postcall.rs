@@ -89,11 +89,11 @@ fn appointment_change(state: State, session: &Session) -> Option<&'static str> {
 /// else `new_lead`. A caller who went on to the safety question became a
 /// service call (no appointment on file, or a new problem): a lead.
 pub fn primary_intent(state: State, session: &Session) -> &'static str {
-    let service_call = session
-        .transcript_log
-        .iter()
-        .any(|e| e.state.as_deref() == Some(State::Safety.as_str()))
-        || matches!(state, State::Safety | State::ServiceArea | State::Discovery);
+    let service_call = on_the_service_path(state)
+        || session
+            .transcript_log
+            .iter()
+            .any(|e| e.state.as_deref() == Some(State::Safety.as_str()));
     if session.booking_confirmed {
         "booking_request"
     } else if service_call {
@@ -107,6 +107,23 @@ pub fn primary_intent(state: State, session: &Session) -> &'static str {
     } else {
         "new_lead"
     }
+}
+
+/// The states a call reaches only through the safety question (SPEC §1.2):
+/// a service call, whatever the caller first asked for.
+fn on_the_service_path(state: State) -> bool {
+    matches!(
+        state,
+        State::Safety
+            | State::SafetyExit
+            | State::ServiceArea
+            | State::Discovery
+            | State::Urgency
+            | State::UrgencyCallback
+            | State::PreConfirm
+            | State::Booking
+            | State::BookingFailed
+    )
 }
 
 /// Where and when, for the dashboard's job card: the service ZIP and the
@@ -124,15 +141,7 @@ pub fn job_location_and_time(state: State, session: &Session) -> Map<String, Val
         let when = if session.manage_action == "reschedule" {
             session.rescheduled_to.trim().to_string()
         } else {
-            [
-                session.appointment_date.trim(),
-                session.appointment_time.trim(),
-            ]
-            .iter()
-            .filter(|p| !p.is_empty())
-            .copied()
-            .collect::<Vec<_>>()
-            .join(" ")
+            session.appointment_when()
         };
         if !when.is_empty() {
             m.insert("appointment_time".into(), Value::from(when));
@@ -583,7 +592,7 @@ mod tests {
         let cancelled = sess(json!({"manage_action": "cancel",
             "appointment_date": "Friday, February 27", "appointment_time": "2:00 PM"}));
         let m = job_location_and_time(State::Confirm, &cancelled);
-        assert_eq!(m["appointment_time"], "Friday, February 27 2:00 PM");
+        assert_eq!(m["appointment_time"], "Friday, February 27 at 2:00 PM");
         assert_eq!(m["appointment_action"], "cancel");
         // A change that did not go through (callback) is not reported as done.
         let m = job_location_and_time(State::Callback, &rescheduled);

@@ -111,13 +111,11 @@ fn shows_appointment(state: State) -> bool {
 }
 
 fn appointment_text(s: &Session) -> String {
-    let date = s.appointment_date.trim();
-    let time = s.appointment_time.trim();
-    match (date.is_empty(), time.is_empty()) {
-        (false, false) => format!("{date} at {time}"),
-        (false, true) => date.to_string(),
-        (true, false) => time.to_string(),
-        (true, true) => "yes (day and time not on file)".to_string(),
+    let when = s.appointment_when();
+    if when.is_empty() {
+        "yes (day and time not on file)".to_string()
+    } else {
+        when
     }
 }
 

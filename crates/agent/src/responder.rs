@@ -525,7 +525,7 @@ Anything else?"
             let what = match s.manage_action.as_str() {
                 "cancel" => "your appointment is cancelled".to_string(),
                 "reschedule" => {
-                    let when = appointment_when(s);
+                    let when = s.appointment_when();
                     if when.is_empty() {
                         "your appointment has been moved".to_string()
                     } else {
@@ -533,7 +533,7 @@ Anything else?"
                     }
                 }
                 _ => {
-                    let when = appointment_when(s);
+                    let when = s.appointment_when();
                     if when.is_empty() {
                         "your appointment is still on the books".to_string()
                     } else {
@@ -559,7 +559,7 @@ Do you have any questions in the meantime?"
         if s.manage_action == "reschedule" && s.manage_time_hint.trim().is_empty() {
             return "Sure — what day and time of day would work better for you?".to_string();
         }
-        let when = appointment_when(s);
+        let when = s.appointment_when();
         if when.is_empty() {
             "I see you have an appointment with us. Would you like to cancel it, reschedule it, \
 or just check on it?"
@@ -637,17 +637,6 @@ Would you like us to send someone out?",
             }
         }
         "Got it. Is there anything I can help with on your heating or cooling?".to_string()
-    }
-}
-
-fn appointment_when(s: &Session) -> String {
-    let d = s.appointment_date.trim();
-    let t = s.appointment_time.trim();
-    match (d.is_empty(), t.is_empty()) {
-        (false, false) => format!("{d} at {t}"),
-        (false, true) => d.to_string(),
-        (true, false) => t.to_string(),
-        (true, true) => String::new(),
     }
 }
 

@@ -226,6 +226,19 @@ impl Session {
         self.lead_type == "high_ticket"
     }
 
+    /// The appointment on file as said to a person: "Friday at 2 PM", the
+    /// date or the time alone when only one is known, "" when neither is.
+    pub fn appointment_when(&self) -> String {
+        let d = self.appointment_date.trim();
+        let t = self.appointment_time.trim();
+        match (d.is_empty(), t.is_empty()) {
+            (false, false) => format!("{d} at {t}"),
+            (false, true) => d.to_string(),
+            (true, false) => t.to_string(),
+            (true, true) => String::new(),
+        }
+    }
+
     /// The callback type of D-6: `estimate` for high-ticket leads, the
     /// non-service kind set at welcome (`billing` / `warranty`), `follow_up`
     /// for follow-up callers, `service` otherwise.
