@@ -9,8 +9,9 @@
 //!    is bounded ([`FallbackOptions::first_audio_timeout`], 5 s).
 //!    * First audio: the held events go out, the rest streams with no
 //!      bound, the breaker records a success. An error after that ends the
-//!      line where it is: the caller already heard its start, and splicing
-//!      in another voice mid-sentence would be worse. The line simply ends
+//!      line where it is (the caller already heard its start, and splicing
+//!      in another voice mid-sentence would be worse) and counts as a
+//!      failure for the breaker (D-23). The line simply ends
 //!      (the accountant counts only what was played).
 //!    * An error, a timeout, or an end without audio: what was held is
 //!      dropped, the breaker records a failure, and the fallback says the
@@ -289,6 +290,9 @@ impl Line {
                     self.phase = Phase::Streaming(stream);
                 }
                 Some(Err(e)) => {
+                    // D-23: the line ends where it is (no voice spliced in
+                    // mid-sentence), but a vendor that cuts lines is failing.
+                    self.shared.opts.breaker.record_failure();
                     tracing::warn!(error = %e.0, "the primary voice failed mid-line; the line ends there");
                 }
                 None => {}
