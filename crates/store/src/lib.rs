@@ -51,7 +51,7 @@ pub use backend::{
 };
 pub use call_search::{CallPage, CallQuery, Cursor, MAX_PAGE};
 pub use events::{CallStatus, StoredEvent};
-pub use outbox::{NewOutboxItem, OutboxItem, OutboxKind, OutboxStatus};
+pub use outbox::{NewOutboxItem, OutboxClaim, OutboxItem, OutboxKind, OutboxLane, OutboxStatus};
 pub use records::{Appointment, CallRecord, CallSummary, Callback, Customer, SalesLead};
 pub use seed::DEMO_CUSTOMERS;
 pub use timefmt::normalize_phone;

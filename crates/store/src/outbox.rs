@@ -7,8 +7,20 @@
 //!   (`lease_owner`, `lease_until`): a claimed item is not claimed again
 //!   until the lease expires, and two workers — in one process or in
 //!   several on the same database — never get the same item from one round
-//!   of claims. Only the lowest pending `seq` of each call is claimable, so
-//!   a call's deliveries happen in order.
+//!   of claims.
+//! * Items travel in two [lanes](OutboxLane): alerts (a gas leak, a sales
+//!   lead: someone must act now) and everything else (the dashboard job,
+//!   the call record, callbacks). Within a lane, only the lowest pending
+//!   `seq` of each call is claimable, so a call's deliveries of that lane
+//!   happen in order (the call record after its job, which it links to);
+//!   across lanes nothing waits: an alert is never held behind a job that
+//!   keeps failing. [`Store::outbox_claim_lane`] claims one lane, so a
+//!   worker can run the alert lane on its own; claims over both lanes take
+//!   alerts first.
+//! * [`Store::outbox_claim_item`] leases one given item now, whatever its
+//!   next attempt time (the operator's "retry now"), or says why it cannot
+//!   be attempted: not waiting any more, leased to a worker, or behind an
+//!   earlier item of its call and lane ([`OutboxClaim`]).
 //! * The worker then reports [`delivered`](Store::outbox_mark_delivered)
 //!   (only if the lease is still its own), [`failed`](Store::outbox_mark_failed)
 //!   (with the time of the next attempt: backoff is the worker's policy), or
@@ -70,6 +82,50 @@ impl std::fmt::Display for OutboxKind {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.as_str())
     }
+}
+
+/// Which lane an item travels in (see the module docs): alerts are never
+/// held behind the other kinds, nor the other kinds behind alerts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OutboxLane {
+    /// Alerts ([`OutboxKind::Alert`]).
+    Alerts,
+    /// The job, the call record, callbacks.
+    Ordinary,
+}
+
+impl OutboxLane {
+    /// The SQL condition selecting this lane's items of table alias `t`.
+    fn condition(self, t: &str) -> String {
+        match self {
+            OutboxLane::Alerts => format!("{t}.kind = 'alert'"),
+            OutboxLane::Ordinary => format!("{t}.kind <> 'alert'"),
+        }
+    }
+}
+
+impl OutboxKind {
+    /// The lane items of this kind travel in.
+    pub fn lane(self) -> OutboxLane {
+        match self {
+            OutboxKind::Alert => OutboxLane::Alerts,
+            OutboxKind::Job | OutboxKind::Call | OutboxKind::Callback => OutboxLane::Ordinary,
+        }
+    }
+}
+
+/// What [`Store::outbox_claim_item`] found.
+#[derive(Debug, Clone, PartialEq)]
+pub enum OutboxClaim {
+    /// Leased to the caller: attempt it, then settle it.
+    Claimed(OutboxItem),
+    /// No such item, or it is not waiting any more (delivered or dead).
+    NotWaiting(Option<Box<OutboxItem>>),
+    /// Another worker holds its lease (an attempt is under way).
+    Leased(Box<OutboxItem>),
+    /// It waits behind this earlier pending item of its call and lane.
+    Behind(Box<OutboxItem>),
 }
 
 /// Where an outbox item stands.
@@ -153,6 +209,13 @@ pub struct OutboxItem {
 const COLS: &str = "id, call_id, seq, kind, target_url, payload, status, attempts, \
      next_attempt_unix, last_error, lease_owner, lease_until, created_unix, delivered_unix, \
      response";
+
+/// Claim condition: pending item `p` is in the same lane as item `o`.
+const SAME_LANE: &str = "(CASE WHEN p.kind = 'alert' THEN 1 ELSE 0 END) \
+     = (CASE WHEN o.kind = 'alert' THEN 1 ELSE 0 END)";
+
+/// Claim order: alerts before the other kinds.
+const ALERTS_FIRST: &str = "CASE WHEN o.kind = 'alert' THEN 0 ELSE 1 END";
 
 fn item_from(row: &AnyRow) -> Result<OutboxItem, StoreError> {
     let id: String = row.try_get("id")?;
@@ -268,9 +331,9 @@ impl Store {
 
     /// Lease up to `limit` due items to `worker` until `now + lease_s`:
     /// pending, `next_attempt_unix <= now`, not leased (or the lease
-    /// expired), and the lowest pending `seq` of their call; oldest first.
-    /// Atomic: concurrent claimers (other stores, other processes) never
-    /// get the same item.
+    /// expired), and the lowest pending `seq` of their call in their lane;
+    /// alerts first, then oldest first. Atomic: concurrent claimers (other
+    /// stores, other processes) never get the same item.
     pub async fn outbox_claim_due(
         &self,
         worker: &str,
@@ -278,18 +341,42 @@ impl Store {
         lease_s: f64,
         limit: i64,
     ) -> Result<Vec<OutboxItem>, StoreError> {
+        self.claim(worker, now, lease_s, limit, None).await
+    }
+
+    /// [`Store::outbox_claim_due`] for the items of one lane only.
+    pub async fn outbox_claim_lane(
+        &self,
+        lane: OutboxLane,
+        worker: &str,
+        now: f64,
+        lease_s: f64,
+        limit: i64,
+    ) -> Result<Vec<OutboxItem>, StoreError> {
+        self.claim(worker, now, lease_s, limit, Some(lane)).await
+    }
+
+    async fn claim(
+        &self,
+        worker: &str,
+        now: f64,
+        lease_s: f64,
+        limit: i64,
+        lane: Option<OutboxLane>,
+    ) -> Result<Vec<OutboxItem>, StoreError> {
         if limit <= 0 {
             return Ok(Vec::new());
         }
         let until = now + lease_s;
+        let lane_only = lane.map_or(String::new(), |l| format!("AND {} ", l.condition("o")));
         let mut tx = begin_write(self, WriteLock::OutboxClaim).await?;
         let sql = format!(
             "SELECT {COLS} FROM outbox o \
              WHERE o.status = 'pending' AND o.next_attempt_unix <= $1 \
-               AND (o.lease_until IS NULL OR o.lease_until < $1) \
+               AND (o.lease_until IS NULL OR o.lease_until < $1) {lane_only}\
                AND NOT EXISTS (SELECT 1 FROM outbox p WHERE p.call_id = o.call_id \
-                               AND p.status = 'pending' AND p.seq < o.seq) \
-             ORDER BY o.created_unix, o.call_id, o.seq LIMIT $2{}",
+                               AND p.status = 'pending' AND p.seq < o.seq AND {SAME_LANE}) \
+             ORDER BY {ALERTS_FIRST}, o.created_unix, o.call_id, o.seq LIMIT $2{}",
             claim_rows_clause(self.dialect())
         );
         let rows = sqlx::query(&sql)
@@ -310,6 +397,64 @@ impl Store {
         }
         tx.commit().await?;
         Ok(items)
+    }
+
+    /// Lease the item `id` to `worker` until `now + lease_s` to attempt it
+    /// right away, due or not — if it is still waiting, nobody else holds
+    /// its lease, and no earlier item of its call and lane is pending;
+    /// otherwise say which of these it is ([`OutboxClaim`]).
+    pub async fn outbox_claim_item(
+        &self,
+        id: &str,
+        worker: &str,
+        now: f64,
+        lease_s: f64,
+    ) -> Result<OutboxClaim, StoreError> {
+        let mut tx = begin_write(self, WriteLock::OutboxClaim).await?;
+        let sql = format!(
+            "SELECT {COLS} FROM outbox o WHERE o.id = $1{}",
+            claim_rows_clause(self.dialect())
+        );
+        let row = sqlx::query(&sql).bind(id).fetch_optional(&mut *tx).await?;
+        let Some(mut item) = row.as_ref().map(item_from).transpose()? else {
+            drop(tx);
+            // Not there — or (PostgreSQL) locked by a worker claiming it
+            // this instant.
+            return Ok(match self.outbox_item(id).await? {
+                Some(it) if it.status == OutboxStatus::Pending => OutboxClaim::Leased(Box::new(it)),
+                other => OutboxClaim::NotWaiting(other.map(Box::new)),
+            });
+        };
+        if item.status != OutboxStatus::Pending {
+            return Ok(OutboxClaim::NotWaiting(Some(Box::new(item))));
+        }
+        if item.lease_until.is_some_and(|u| u >= now) {
+            return Ok(OutboxClaim::Leased(Box::new(item)));
+        }
+        let sql = format!(
+            "SELECT {COLS} FROM outbox p WHERE p.call_id = $1 AND p.status = 'pending' \
+               AND p.seq < $2 AND {} ORDER BY p.seq LIMIT 1",
+            item.kind.lane().condition("p")
+        );
+        let ahead = sqlx::query(&sql)
+            .bind(&item.call_id)
+            .bind(item.seq)
+            .fetch_optional(&mut *tx)
+            .await?;
+        if let Some(ahead) = ahead.as_ref().map(item_from).transpose()? {
+            return Ok(OutboxClaim::Behind(Box::new(ahead)));
+        }
+        let until = now + lease_s;
+        sqlx::query("UPDATE outbox SET lease_owner = $1, lease_until = $2 WHERE id = $3")
+            .bind(worker)
+            .bind(until)
+            .bind(id)
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        item.lease_owner = Some(worker.to_string());
+        item.lease_until = Some(until);
+        Ok(OutboxClaim::Claimed(item))
     }
 
     /// The item was delivered: record it with the target's `response`, if

@@ -390,6 +390,15 @@ impl Store {
         let transcript = serde_json::to_string(&c.transcript).map_err(|source| {
             StoreError::json(format!("transcript of call {}", c.call_id), source)
         })?;
+        let phone = normalize_phone(&c.phone);
+        // The record and the number's suffixes (the caller filter's lookup,
+        // see `call_search`) in one transaction: a saved call is always
+        // found by its number.
+        let mut tx = match self.dialect() {
+            crate::Dialect::Sqlite => self.pool().begin_with("BEGIN IMMEDIATE").await?,
+            crate::Dialect::Postgres => self.pool().begin().await?,
+        };
+        crate::call_search::remember_phone(&mut tx, &phone).await?;
         sqlx::query(
             "INSERT INTO calls (call_id, phone, started_at, started_unix, ended_at, final_state, \
                  end_call_reason, booking_status, urgency, priority_color, revenue_tier, \
@@ -407,7 +416,7 @@ impl Store {
                  status = excluded.status, postcall_done = excluded.postcall_done",
         )
         .bind(&c.call_id)
-        .bind(normalize_phone(&c.phone))
+        .bind(&phone)
         .bind(ts(&c.started_at))
         .bind(c.started_at.timestamp())
         .bind(c.ended_at.as_ref().map(ts))
@@ -423,8 +432,9 @@ impl Store {
         .bind(transcript)
         .bind(status.as_str())
         .bind(i64::from(postcall_done))
-        .execute(self.pool())
+        .execute(&mut *tx)
         .await?;
+        tx.commit().await?;
         Ok(())
     }
 
