@@ -1,7 +1,9 @@
 //! The operator's sign-in on a real server: the password set by `calllock
 //! operator password` (its hash in the database), the session cookie's
-//! flags, the API through the session, CSRF on every change, sign-out, the
-//! limit on failed sign-ins, and the outbox's "retry now".
+//! flags, the API through the session, CSRF on every change, sign-out, a
+//! changed password ending old sessions, the limits on sign-ins (per
+//! address even in parallel, per real client behind a trusted proxy, the
+//! global back-off after a flood), and the outbox's "retry now".
 
 #[path = "support/served.rs"]
 mod served;
@@ -30,13 +32,24 @@ impl Browser {
     }
 
     async fn sign_in(&mut self, password: &str) -> reqwest::Response {
-        let r = self
+        self.sign_in_from(password, None).await
+    }
+
+    /// Sign in through a proxy that says the client is `forwarded_for`
+    /// (the `X-Forwarded-For` header as sent).
+    async fn sign_in_from(
+        &mut self,
+        password: &str,
+        forwarded_for: Option<&str>,
+    ) -> reqwest::Response {
+        let mut r = self
             .client
             .post(format!("{}/login", self.base))
-            .form(&[("password", password)])
-            .send()
-            .await
-            .unwrap();
+            .form(&[("password", password)]);
+        if let Some(f) = forwarded_for {
+            r = r.header("x-forwarded-for", f);
+        }
+        let r = r.send().await.unwrap();
         if let Some(c) = r.headers().get("set-cookie") {
             let c = c.to_str().unwrap();
             self.cookie = Some(c.split(';').next().unwrap().to_string());
@@ -231,5 +244,202 @@ async fn behind_an_https_proxy_the_cookie_is_secure() {
         .await
         .unwrap();
     assert_eq!(r.status(), 404);
+    s.server.stop().await;
+}
+
+/// `n` wrong passwords posted at once, `forwarded_for(i)` saying who sent
+/// the `i`th (through a proxy); the statuses, in order.
+async fn at_once(
+    s: &Served,
+    n: usize,
+    forwarded_for: impl Fn(usize) -> Option<String>,
+) -> Vec<u16> {
+    let client = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let url = format!("http://{}/login", s.server.addr);
+    // Every request is sent before any answer is awaited.
+    let pending: Vec<_> = (0..n)
+        .map(|i| {
+            let mut r = client
+                .post(&url)
+                .form(&[("password", format!("wrong guess {i}"))]);
+            if let Some(f) = forwarded_for(i) {
+                r = r.header("x-forwarded-for", f);
+            }
+            tokio::spawn(r.send())
+        })
+        .collect();
+    let mut statuses = Vec::new();
+    for p in pending {
+        statuses.push(p.await.unwrap().unwrap().status().as_u16());
+    }
+    statuses
+}
+
+fn count(statuses: &[u16], status: u16) -> usize {
+    statuses.iter().filter(|s| **s == status).count()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn guesses_from_one_address_are_limited_even_in_parallel() {
+    let hash = calllock::operator::hash_password(PASSWORD).unwrap();
+    let s = serve_with(|c| c.serve.operator_password_hash = hash).await;
+    let statuses = at_once(&s, 40, |_| None).await;
+    // Only five passwords were checked; the rest were refused before.
+    let limit = calllock::operator::FAILURES_PER_MINUTE;
+    assert_eq!(count(&statuses, 401), limit, "{statuses:?}");
+    assert_eq!(count(&statuses, 429), 40 - limit, "{statuses:?}");
+    let mut b = Browser::of(&s);
+    let r = b.sign_in(PASSWORD).await;
+    assert_eq!(r.status(), 429);
+    assert!(r.headers().contains_key("retry-after"));
+    assert!(r.text().await.unwrap().contains("Too many failed sign-ins"));
+    s.server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_address_behind_a_trusted_proxy_cannot_lock_out_another() {
+    let hash = calllock::operator::hash_password(PASSWORD).unwrap();
+    let s = serve_with(|c| {
+        c.serve.operator_password_hash = hash;
+        c.serve.trusted_proxy = true;
+    })
+    .await;
+    let (attacker, owner) = ("198.51.100.7", "203.0.113.9");
+    let mut b = Browser::of(&s);
+    for _ in 0..calllock::operator::FAILURES_PER_MINUTE {
+        let r = b.sign_in_from("wrong password!", Some(attacker)).await;
+        assert_eq!(r.status(), 401);
+    }
+    assert_eq!(
+        b.sign_in_from("wrong password!", Some(attacker))
+            .await
+            .status(),
+        429
+    );
+    // Naming the owner first changes nothing: the proxy appended the
+    // address that really connected, and only that one counts.
+    let spoofed = format!("{owner}, {attacker}");
+    assert_eq!(
+        b.sign_in_from("wrong password!", Some(&spoofed))
+            .await
+            .status(),
+        429
+    );
+    // The owner, behind the same proxy, signs in; so does anyone who
+    // reached the proxy without a forwarded address.
+    let r = b.sign_in_from(PASSWORD, Some(owner)).await;
+    assert_eq!(r.status(), 303);
+    assert_eq!(Browser::of(&s).sign_in(PASSWORD).await.status(), 303);
+    s.server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_a_trusted_proxy_a_forwarded_address_changes_nothing() {
+    let hash = calllock::operator::hash_password(PASSWORD).unwrap();
+    let s = serve_with(|c| c.serve.operator_password_hash = hash).await;
+    let mut b = Browser::of(&s);
+    for i in 0..calllock::operator::FAILURES_PER_MINUTE {
+        let r = b
+            .sign_in_from("wrong password!", Some(&format!("192.0.2.{i}")))
+            .await;
+        assert_eq!(r.status(), 401);
+    }
+    let r = b.sign_in_from(PASSWORD, Some("192.0.2.200")).await;
+    assert_eq!(
+        r.status(),
+        429,
+        "a new X-Forwarded-For per guess does not dodge the limit"
+    );
+    s.server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_owner_can_sign_in_after_a_flood() {
+    use calllock::operator::SignInLimits;
+    use std::time::Duration;
+    // In production a window is a minute: the owner waits at most that.
+    assert!(SignInLimits::default().window <= Duration::from_secs(60));
+    let hash = calllock::operator::hash_password(PASSWORD).unwrap();
+    let s = serve_with(|c| {
+        c.serve.operator_password_hash = hash;
+        c.serve.trusted_proxy = true;
+        // A short window, so the test need not wait a minute, and a
+        // global limit the flood reaches at once.
+        c.serve.sign_in_window_s = 2.0;
+        c.serve.sign_in_attempts_global = 10;
+    })
+    .await;
+    let limits = SignInLimits::of(&s.cfg.serve);
+    // 200 wrong passwords at once behind the proxy: most from addresses of
+    // their own, every fourth from the proxy itself (no forwarded
+    // address: the address the owner shares).
+    let started = tokio::time::Instant::now();
+    let statuses = at_once(&s, 200, |i| {
+        (i % 4 != 0).then(|| format!("10.{}.{}.1", i / 250, i % 250))
+    })
+    .await;
+    let ended = tokio::time::Instant::now();
+    assert!(
+        statuses.iter().all(|s| [401, 429, 503].contains(s)),
+        "{statuses:?}"
+    );
+    assert!(
+        count(&statuses, 429) > 0,
+        "the back-off held the flood back: {statuses:?}"
+    );
+    // The global back-off: at most `global` guesses checked per window.
+    let windows = (ended - started).as_secs_f64() / limits.window.as_secs_f64();
+    let bound = (limits.global as f64 * (windows.floor() + 1.0)) as usize;
+    assert!(
+        count(&statuses, 401) <= bound,
+        "{} checked: {statuses:?}",
+        count(&statuses, 401)
+    );
+    // One window after the flood ended every counted attempt is over: the
+    // owner, through the proxy like the flood, is let in at once.
+    tokio::time::sleep_until(ended + limits.window).await;
+    let mut owner = Browser::of(&s);
+    let r = owner.sign_in(PASSWORD).await;
+    let status = r.status();
+    let page = r.text().await.unwrap_or_default();
+    assert_eq!(status, 303, "{page}");
+    assert_eq!(owner.get("/api/session").await.0, 200);
+    s.server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn changing_the_password_ends_old_sessions() {
+    let s = serve_with(|_| {}).await;
+    assert!(set_password(&s, PASSWORD).status.success());
+    let mut before = Browser::of(&s);
+    assert_eq!(before.sign_in(PASSWORD).await.status(), 303);
+    assert_eq!(before.get("/api/calls").await.0, 200);
+
+    // The owner changes the password with the CLI (another process, on
+    // the database) while the server runs.
+    const NEW: &str = "another long password";
+    let out = set_password(&s, NEW);
+    assert!(out.status.success(), "{out:?}");
+    // The server re-reads the password in force at most every
+    // PASSWORD_CONFIRM_EVERY; the slack only bounds a database read.
+    let every = calllock::operator::PASSWORD_CONFIRM_EVERY;
+    let deadline = tokio::time::Instant::now() + every * 2 + std::time::Duration::from_secs(10);
+    while before.get("/api/calls").await.0 != 401 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the session of the old password still works"
+        );
+        tokio::time::sleep(every / 10).await;
+    }
+    // For good: the old session stays over, the old password is wrong,
+    // the new one signs in.
+    assert_eq!(before.get("/api/session").await.0, 401);
+    let mut after = Browser::of(&s);
+    assert_eq!(after.sign_in(PASSWORD).await.status(), 401);
+    assert_eq!(after.sign_in(NEW).await.status(), 303);
+    assert_eq!(after.get("/api/calls").await.0, 200);
     s.server.stop().await;
 }

@@ -771,7 +771,7 @@ lease_s = 120.0
 port = 8765
 bind = "127.0.0.1"           # "0.0.0.0" needs twilio.auth_token (or --allow-unsigned)
 public_url = ""              # e.g. "https://calllock.example.com"; empty: the Host header
-trusted_proxy = false        # honour X-Forwarded-Proto/Host (only behind your own proxy)
+trusted_proxy = false        # honour X-Forwarded-Proto/Host/For (only behind your own proxy)
 max_calls = 1000             # beyond: an apology and a callback
 shutdown_grace_s = 120.0     # live calls may finish this long after SIGTERM
 output_lead_ms = 100         # agent audio queued at Twilio ahead of playback
@@ -779,6 +779,9 @@ vad = "auto"                 # "model" (real voices), "codec" (calllock dial), a
 metrics_token = ""           # set: GET /metrics needs "Authorization: Bearer <token>"
 api_token = ""               # set: the JSON API (/api/…) answers "Authorization: Bearer <token>"
 operator_password_hash = ""  # argon2 PHC string; else `calllock operator password` (in the database)
+sign_in_window_s = 60.0      # sign-in attempts count this long (the owner waits at most this after a flood)
+sign_in_failures_per_address = 5   # failed sign-ins per client address per window
+sign_in_attempts_global = 30 # sign-in attempts per window from everyone together (the back-off)
 
 # Twilio. Env: TWILIO_ACCOUNT_SID, TWILIO_AUTH_TOKEN, CALLLOCK_TWILIO_API_URL.
 [twilio]

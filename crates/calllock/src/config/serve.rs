@@ -18,8 +18,10 @@ pub struct ServeSection {
     /// `FLY_APP_NAME` gives `https://<app>.fly.dev`). Empty: taken from the
     /// request's `Host` (fine on loopback and behind a trusted proxy).
     pub public_url: String,
-    /// Honour `X-Forwarded-Proto` / `X-Forwarded-Host` (only behind a proxy
-    /// you run: anyone can send these headers).
+    /// Honour `X-Forwarded-Proto` / `X-Forwarded-Host`, and take the last
+    /// `X-Forwarded-For` entry as the client's address for the sign-in
+    /// limit (only behind a proxy you run, the server reachable through it
+    /// alone: anyone can send these headers).
     pub trusted_proxy: bool,
     /// Calls at once; a call beyond it hears a short apology and gets a
     /// callback.
@@ -47,6 +49,15 @@ pub struct ServeSection {
     /// `CALLLOCK_OPERATOR_PASSWORD_HASH`); wins over the one `calllock
     /// operator password` keeps in the database.
     pub operator_password_hash: String,
+    /// Sign-in attempts count this long ([`crate::operator`]): a client's
+    /// failures, and all attempts for the global back-off. After a flood
+    /// of sign-ins ends, the owner can sign in again within this long.
+    pub sign_in_window_s: f64,
+    /// Failed sign-ins one client address may have per window.
+    pub sign_in_failures_per_address: u32,
+    /// Sign-in attempts all clients together may have per window (beyond:
+    /// everyone is asked to wait).
+    pub sign_in_attempts_global: u32,
 }
 
 impl Default for ServeSection {
@@ -63,6 +74,9 @@ impl Default for ServeSection {
             metrics_token: String::new(),
             api_token: String::new(),
             operator_password_hash: String::new(),
+            sign_in_window_s: 60.0,
+            sign_in_failures_per_address: 5,
+            sign_in_attempts_global: 30,
         }
     }
 }
@@ -185,6 +199,18 @@ pub(super) fn problems(serve: &ServeSection, twilio: &TwilioSection) -> Vec<Stri
             "serve.vad = {:?} must be \"auto\", \"model\" or \"codec\"",
             serve.vad
         ));
+    }
+    let w = serve.sign_in_window_s;
+    if !(w.is_finite() && (0.1..=3600.0).contains(&w)) {
+        out.push(format!(
+            "serve.sign_in_window_s = {w} must be between 0.1 and 3600 seconds"
+        ));
+    }
+    if serve.sign_in_failures_per_address == 0 || serve.sign_in_attempts_global == 0 {
+        out.push(
+            "serve.sign_in_failures_per_address and serve.sign_in_attempts_global must be at least 1 (else nobody can sign in)"
+                .into(),
+        );
     }
     let a = twilio.api_url.trim();
     if !(a.starts_with("https://") || a.starts_with("http://")) {

@@ -1,15 +1,25 @@
 //! Signing in to the operator's dashboard and API (see
 //! [`crate::operator`]): `GET /login` (the form), `POST /login`, `POST
 //! /logout`.
+//!
+//! `POST /login` answers, besides the session (303) or a wrong password
+//! (401): 429 with `Retry-After` when this client, or everyone together,
+//! used up the attempts of the window ([`SignInLimits`]); 503 with
+//! `Retry-After` when the password checks are all busy, or no password is
+//! set. Each answer is the form again with why, in words.
 
 use super::App;
-use crate::operator::{cookie_token, verify_password, COOKIE, SESSION_TTL};
+use crate::operator::{
+    cookie_token, forwarded_client, Refused, SignInLimits, COOKIE, PASSWORD_CONFIRM_EVERY,
+    SESSION_TTL,
+};
 use axum::extract::{ConnectInfo, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{Html, IntoResponse, Response};
 use std::collections::HashMap;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 /// The password hash in force: the configured one, else the database's.
 async fn password_hash(app: &App) -> Option<String> {
@@ -37,14 +47,85 @@ fn over_https(app: &App, headers: &HeaderMap) -> bool {
                 .is_some_and(|p| p.eq_ignore_ascii_case("https")))
 }
 
-/// The session of a request's cookie.
+/// The session of a request's cookie (signed in with the password in
+/// force).
 pub(crate) fn session_of(
     app: &App,
     headers: &HeaderMap,
 ) -> Option<(String, crate::operator::Session)> {
     let cookies = headers.get(header::COOKIE)?.to_str().ok()?;
     let token = cookie_token(cookies)?;
+    confirm_password(app);
     app.operator.session(token).map(|s| (token.to_string(), s))
+}
+
+/// Keep the operator's idea of the password in force fresh: the
+/// configured hash, or — read in the background at most every
+/// [`PASSWORD_CONFIRM_EVERY`] — the database's, which `calllock operator
+/// password` may change from another process at any time.
+fn confirm_password(app: &App) {
+    let now = Instant::now();
+    if !app.operator.begin_confirming(PASSWORD_CONFIRM_EVERY, now) {
+        return;
+    }
+    let configured = app.cfg.serve.operator_password_hash.trim();
+    if !configured.is_empty() {
+        app.operator.confirmed(Some(configured), now);
+        return;
+    }
+    let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+        app.operator.password_in_force().confirm_failed();
+        return;
+    };
+    let store = app.vendors.store.clone();
+    let in_force = app.operator.password_in_force();
+    runtime.spawn(async move {
+        let read_at = Instant::now();
+        match store.operator_password_hash().await {
+            Ok(hash) => in_force.confirmed(hash.as_deref(), read_at),
+            Err(e) => {
+                tracing::error!(error = %e, "cannot read the operator password");
+                in_force.confirm_failed();
+            }
+        }
+    });
+}
+
+/// The client a sign-in comes from: the connecting address, or behind a
+/// trusted proxy the last `X-Forwarded-For` entry (see
+/// [`forwarded_client`] for why the last).
+fn client_of(app: &App, peer: IpAddr, headers: &HeaderMap) -> IpAddr {
+    if !app.cfg.serve.trusted_proxy {
+        return peer;
+    }
+    forwarded_client(
+        peer,
+        headers
+            .get_all("x-forwarded-for")
+            .iter()
+            .map(|v| v.to_str().unwrap_or("")),
+    )
+}
+
+/// The form with `message`, waiting `retry_after` (whole seconds, at
+/// least one) said in `Retry-After`.
+fn page_retry(status: StatusCode, message: &str, retry_after: Duration) -> Response {
+    let secs = retry_after.as_secs() + u64::from(retry_after.subsec_nanos() > 0);
+    let mut r = page(status, message);
+    r.headers_mut()
+        .insert(header::RETRY_AFTER, HeaderValue::from(secs.max(1)));
+    r
+}
+
+/// "5 seconds", "1 minute", "2 minutes".
+fn how_long(d: Duration) -> String {
+    let secs = (d.as_secs() + u64::from(d.subsec_nanos() > 0)).max(1);
+    match secs {
+        1 => "a second".into(),
+        s if s < 60 => format!("{s} seconds"),
+        s if s < 120 => "a minute".into(),
+        s => format!("{} minutes", s.div_ceil(60)),
+    }
 }
 
 fn page(status: StatusCode, message: &str) -> Response {
@@ -74,7 +155,9 @@ pub(super) async fn form(State(app): State<Arc<App>>) -> Response {
 }
 
 /// `POST /login` (form `password`): a session cookie and a redirect to
-/// the dashboard, or the form again with why not.
+/// the dashboard, or the form again with why not. The attempt is counted
+/// before the password is checked (a success uncounts it), and the check
+/// runs in the operator's bounded pool.
 pub(super) async fn sign_in(
     State(app): State<Arc<App>>,
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
@@ -84,15 +167,31 @@ pub(super) async fn sign_in(
         axum::extract::rejection::FormRejection,
     >,
 ) -> Response {
-    let ip = peer.ip();
-    if !app.operator.may_try(ip) {
-        tracing::warn!(%ip, "sign-in refused: too many failures from this address");
-        return page(
-            StatusCode::TOO_MANY_REQUESTS,
-            "Too many failed sign-ins from this address; wait a minute.",
-        );
-    }
+    let ip = client_of(&app, peer.ip(), &headers);
+    let limits = SignInLimits::of(&app.cfg.serve);
+    let attempt = match app.operator.reserve(ip, &limits, Instant::now()) {
+        Ok(a) => a,
+        Err(refused) => {
+            let wait = how_long(refused.retry_after());
+            let message = match refused {
+                Refused::Client(_) => {
+                    format!("Too many failed sign-ins from this address; try again in {wait}.")
+                }
+                Refused::Everyone(_) => format!(
+                    "Too many sign-in attempts on this server just now, so sign-in is \
+                     paused for everyone; try again in {wait}."
+                ),
+            };
+            return page_retry(
+                StatusCode::TOO_MANY_REQUESTS,
+                &message,
+                refused.retry_after(),
+            );
+        }
+    };
+    let read_at = Instant::now();
     let Some(hash) = password_hash(&app).await else {
+        app.operator.give_back(attempt);
         return page(
             StatusCode::SERVICE_UNAVAILABLE,
             "No operator password is set: run `calllock operator password` on the server.",
@@ -102,19 +201,32 @@ pub(super) async fn sign_in(
         .as_ref()
         .ok()
         .and_then(|f| f.get("password"))
-        .map(String::as_str)
-        .unwrap_or("");
-    // argon2 is deliberately slow: off the runtime's worker threads.
-    let pw = password.to_string();
-    let ok = tokio::task::spawn_blocking(move || verify_password(&pw, &hash))
+        .cloned()
+        .unwrap_or_default();
+    let ok = match app
+        .operator
+        .check_password(password, hash.clone(), &limits)
         .await
-        .unwrap_or(false);
+    {
+        Ok(ok) => ok,
+        Err(crate::operator::Busy) => {
+            app.operator.give_back(attempt);
+            tracing::warn!(%ip, "sign-in refused: the password checks are all busy");
+            return page_retry(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "The server is busy checking other sign-ins; try again in a few seconds.",
+                Duration::from_secs(5),
+            );
+        }
+    };
     if !ok {
-        app.operator.failed(ip);
+        // The attempt stays counted.
+        drop(attempt);
         tracing::warn!(%ip, "a failed operator sign-in");
         return page(StatusCode::UNAUTHORIZED, "Wrong password.");
     }
-    let (token, _) = app.operator.sign_in();
+    app.operator.give_back(attempt);
+    let (token, _) = app.operator.sign_in(&hash, read_at);
     tracing::info!(%ip, "the operator signed in");
     let secure = if over_https(&app, &headers) {
         "; Secure"
