@@ -101,15 +101,36 @@ impl Journal {
         store
             .begin_call(call_id, phone, started_unix, instance)
             .await?;
+        Ok(Journal::writing(store, call_id))
+    }
+
+    /// Like [`Journal::begin`], for a call that must be new: a call id the
+    /// database already has (live anywhere, interrupted or completed) is
+    /// [`store::StoreError::CallExists`] and nothing is written.
+    pub async fn begin_new(
+        store: &store::Store,
+        call_id: &str,
+        phone: &str,
+        started_unix: f64,
+        instance: &str,
+    ) -> Result<Journal, store::StoreError> {
+        store
+            .begin_new_call(call_id, phone, started_unix, instance)
+            .await?;
+        Ok(Journal::writing(store, call_id))
+    }
+
+    /// Start the writer of a call already registered.
+    fn writing(store: &store::Store, call_id: &str) -> Journal {
         let shared = std::sync::Arc::new(Shared {
             queue: Default::default(),
             wake: tokio::sync::Notify::new(),
         });
         tokio::spawn(writer(store.clone(), call_id.to_string(), shared.clone()));
-        Ok(Journal {
+        Journal {
             handle: std::sync::Arc::new(Handle(shared)),
             call_id: call_id.into(),
-        })
+        }
     }
 
     pub fn call_id(&self) -> &str {

@@ -1,11 +1,17 @@
 //! Log output of the `calllock` binary.
 //!
 //! `CALLLOCK_LOG` takes a `tracing` filter (`warn` by default; e.g. `info`,
-//! `calllock=debug,providers=info`, `off`). Whatever it says, the post-call
-//! transcript dump (SPEC §7.9: `TRANSCRIPT_DUMP|i/n|{call_sid, phone,
-//! final_state, entries…}` lines on target [`TRANSCRIPT_TARGET`]) is always
-//! written: it is how an operator reads a call back from a server's logs,
-//! so no filter may silence it.
+//! `calllock=debug,providers=info`, `off`).
+//!
+//! The post-call transcript dump (SPEC §7.9: `TRANSCRIPT_DUMP|i/n|{call_sid,
+//! phone, final_state, entries…}` lines on target [`TRANSCRIPT_TARGET`])
+//! holds what callers said: names, addresses, phone numbers. Whether it is
+//! written is decided by [`Transcripts`], never by the filter: on for the
+//! commands a person runs at their own terminal (`chat`, `replay`, …), off
+//! for a server (`serve`, `web`), whose logs go to a collector that should
+//! not keep callers' details — the dashboard and `calllock calls show` read
+//! calls back from the database. `CALLLOCK_LOG_TRANSCRIPTS=on|off` says
+//! otherwise.
 //!
 //! `--log-format json` (env `CALLLOCK_LOG_FORMAT=json`) writes one JSON
 //! object per line for a log collector; a served call's lines carry its
@@ -28,13 +34,45 @@ pub enum LogFormat {
     Json,
 }
 
+/// Whether the transcript dump reaches the log.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Transcripts {
+    /// Every finished call's dump is written, whatever the filter says.
+    Logged,
+    /// No dump is written, whatever the filter says.
+    Withheld,
+}
+
+impl Transcripts {
+    /// `CALLLOCK_LOG_TRANSCRIPTS` (`on`/`off`; `value`), else `default`;
+    /// with a warning when the value is neither.
+    pub fn from_env(value: Option<&str>, default: Transcripts) -> (Transcripts, Option<String>) {
+        match value.map(|v| v.trim().to_ascii_lowercase()).as_deref() {
+            None | Some("") => (default, None),
+            Some("on" | "1" | "true" | "yes") => (Transcripts::Logged, None),
+            Some("off" | "0" | "false" | "no") => (Transcripts::Withheld, None),
+            Some(other) => (
+                default,
+                Some(format!(
+                    "warning: CALLLOCK_LOG_TRANSCRIPTS={other:?} ignored (expected on or off)"
+                )),
+            ),
+        }
+    }
+}
+
 /// Install the process's log subscriber: `spec` as in [`env_filter`],
 /// lines in `format` to `writer`. Returns the filter's warning, if any.
-pub fn init<W>(spec: Option<&str>, format: LogFormat, writer: W) -> Option<String>
+pub fn init<W>(
+    spec: Option<&str>,
+    transcripts: Transcripts,
+    format: LogFormat,
+    writer: W,
+) -> Option<String>
 where
     W: for<'a> MakeWriter<'a> + Send + Sync + 'static,
 {
-    let (filter, warning) = env_filter(spec);
+    let (filter, warning) = env_filter(spec, transcripts);
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(writer);
@@ -56,9 +94,10 @@ where
 /// The `tracing` target of the transcript dump lines.
 pub const TRANSCRIPT_TARGET: &str = "calllock::transcript";
 
-/// The filter for `spec` (the value of `CALLLOCK_LOG`, `None` when unset),
-/// and a warning to print when `spec` could not be read whole.
-pub fn env_filter(spec: Option<&str>) -> (EnvFilter, Option<String>) {
+/// The filter for `spec` (the value of `CALLLOCK_LOG`, `None` when unset)
+/// with the transcript dump on or off as `transcripts` says, and a warning
+/// to print when `spec` could not be read whole.
+pub fn env_filter(spec: Option<&str>, transcripts: Transcripts) -> (EnvFilter, Option<String>) {
     let mut filter = EnvFilter::new("warn");
     let mut bad = Vec::new();
     for part in spec.unwrap_or("warn").split(',').map(str::trim) {
@@ -71,7 +110,11 @@ pub fn env_filter(spec: Option<&str>) -> (EnvFilter, Option<String>) {
             Err(_) => bad.push(part.to_string()),
         }
     }
-    let dump: Directive = format!("{TRANSCRIPT_TARGET}=info")
+    let level = match transcripts {
+        Transcripts::Logged => "info",
+        Transcripts::Withheld => "off",
+    };
+    let dump: Directive = format!("{TRANSCRIPT_TARGET}={level}")
         .parse()
         .expect("a valid directive");
     let warning = (!bad.is_empty()).then(|| {
@@ -109,10 +152,14 @@ mod tests {
         }
     }
 
-    /// What reaches the log under `spec`.
+    /// What reaches the log under `spec`, transcripts logged.
     fn logged(spec: Option<&str>) -> String {
+        logged_with(spec, Transcripts::Logged)
+    }
+
+    fn logged_with(spec: Option<&str>, transcripts: Transcripts) -> String {
         let out = Captured::default();
-        let (filter, _) = env_filter(spec);
+        let (filter, _) = env_filter(spec, transcripts);
         let subscriber = tracing_subscriber::fmt()
             .with_env_filter(filter)
             .with_writer(out.clone())
@@ -144,6 +191,36 @@ mod tests {
     }
 
     #[test]
+    fn a_servers_log_holds_no_transcript_whatever_the_filter_says() {
+        for spec in [
+            None,
+            Some("info"),
+            Some("trace"),
+            Some("calllock::transcript=info"),
+            Some("calllock=debug"),
+        ] {
+            let log = logged_with(spec, Transcripts::Withheld);
+            assert!(!log.contains("TRANSCRIPT_DUMP"), "{spec:?}: {log:?}");
+        }
+        // The rest still follows the filter.
+        assert!(logged_with(Some("info"), Transcripts::Withheld).contains("an info line"));
+    }
+
+    #[test]
+    fn calllock_log_transcripts_says_on_or_off() {
+        use Transcripts::*;
+        assert_eq!(Transcripts::from_env(None, Withheld), (Withheld, None));
+        assert_eq!(Transcripts::from_env(Some("on"), Withheld), (Logged, None));
+        assert_eq!(
+            Transcripts::from_env(Some(" OFF "), Logged),
+            (Withheld, None)
+        );
+        let (t, warning) = Transcripts::from_env(Some("maybe"), Withheld);
+        assert_eq!(t, Withheld);
+        assert!(warning.unwrap().contains("maybe"));
+    }
+
+    #[test]
     fn the_rest_follows_the_filter() {
         let log = logged(None);
         assert!(
@@ -160,7 +237,7 @@ mod tests {
     fn json_lines_carry_the_calls_span() {
         let out = Captured::default();
         // The default filter (`warn`): the call's span must still exist.
-        let (filter, _) = env_filter(None);
+        let (filter, _) = env_filter(None, Transcripts::Withheld);
         let subscriber = tracing_subscriber::fmt()
             .with_env_filter(filter)
             .with_writer(out.clone())
@@ -185,8 +262,8 @@ mod tests {
 
     #[test]
     fn a_bad_filter_is_reported_not_fatal() {
-        let (_, warning) = env_filter(Some("info,=[bad"));
+        let (_, warning) = env_filter(Some("info,=[bad"), Transcripts::Logged);
         assert!(warning.unwrap().contains("=[bad"));
-        assert!(env_filter(Some("info")).1.is_none());
+        assert!(env_filter(Some("info"), Transcripts::Logged).1.is_none());
     }
 }

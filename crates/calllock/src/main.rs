@@ -320,12 +320,25 @@ enum CallsCommand {
 
 fn main() {
     let cli = Cli::parse();
+    // A server's logs go to a collector: no caller's words in them unless
+    // asked for (`CALLLOCK_LOG_TRANSCRIPTS=on`).
+    use calllock::logging::Transcripts;
+    let server = matches!(cli.command, Command::Serve { .. } | Command::Web { .. });
+    let (transcripts, transcripts_warning) = Transcripts::from_env(
+        std::env::var("CALLLOCK_LOG_TRANSCRIPTS").ok().as_deref(),
+        if server {
+            Transcripts::Withheld
+        } else {
+            Transcripts::Logged
+        },
+    );
     let warning = calllock::logging::init(
         std::env::var("CALLLOCK_LOG").ok().as_deref(),
+        transcripts,
         cli.log_format,
         std::io::stderr,
     );
-    if let Some(w) = warning {
+    for w in [warning, transcripts_warning].into_iter().flatten() {
         eprintln!("{w}");
     }
     // The server handles many calls at once: all cores. Everything else

@@ -538,8 +538,9 @@ fn bad_config_lists_every_problem() {
 }
 
 /// Issue 9, item 5: the post-call transcript dump (SPEC §7.9) reaches the
-/// log whatever `CALLLOCK_LOG` says, with call_sid, phone and final_state
-/// in its first chunk.
+/// log of a command run at a terminal whatever `CALLLOCK_LOG` says, with
+/// call_sid, phone and final_state in its first chunk (a server withholds
+/// it: `logging::Transcripts`).
 #[test]
 fn chat_always_logs_the_transcript_dump() {
     let dir = tempfile::tempdir().unwrap();

@@ -485,3 +485,283 @@ fn spawn_serve_logging(
     std::thread::spawn(move || for _ in out.lines() {});
     (child, url)
 }
+
+/// A WebSocket upgrade with extra headers (as a browser page sends them).
+async fn upgrade_with(url: &str, headers: &[(&str, &str)]) -> Result<(), String> {
+    let mut req = url.into_client_request().unwrap();
+    for (k, v) in headers {
+        let name: tokio_tungstenite::tungstenite::http::HeaderName = k.parse().unwrap();
+        req.headers_mut().insert(name, v.parse().unwrap());
+    }
+    match tokio_tungstenite::connect_async(req).await {
+        Ok((mut ws, _)) => {
+            let _ = ws.close(None).await;
+            Ok(())
+        }
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+/// Issue 22, finding 4: on a server without Twilio signatures, a page on
+/// another site could make the operator's browser place calls (a record,
+/// dashboard deliveries). Browser requests are refused; Twilio and
+/// `calllock dial` (no `Origin`, no `Sec-Fetch-Site`) still get through.
+#[tokio::test]
+async fn a_page_on_another_site_cannot_place_a_call() {
+    let (s, _d) = serve(|_| {}).await;
+    let twiml = format!("http://{}/twiml", s.addr);
+    let ws = format!("ws://{}/ws/twilio", s.addr);
+    for headers in [
+        vec![("Origin", "https://evil.example")],
+        vec![("Origin", "null")],
+        vec![("Sec-Fetch-Site", "cross-site")],
+        vec![("Sec-Fetch-Site", "same-site")],
+    ] {
+        let (status, body) = post_twiml(&twiml, None, &headers).await;
+        assert_eq!(status, 403, "{headers:?}: {body}");
+        assert!(!body.contains("<Stream"), "{body}");
+        let refused = upgrade_with(&ws, &headers).await.unwrap_err();
+        assert!(refused.contains("403"), "{headers:?}: {refused}");
+    }
+    // Nothing was placed: no call in the database.
+    assert_eq!(s.store().count_calls().await.unwrap(), 0);
+    // A request typed into the address bar, and Twilio itself, pass.
+    let (status, body) = post_twiml(&twiml, None, &[("Sec-Fetch-Site", "none")]).await;
+    assert_eq!(status, 200, "{body}");
+    let (status, body) = post_twiml(&twiml, None, &[]).await;
+    assert_eq!(status, 200);
+    assert!(body.contains("<Stream url="), "{body}");
+    upgrade_with(&ws, &[]).await.unwrap();
+    s.drain();
+    s.stop().await;
+
+    // A signed server needs a signature no page can forge; a browser's
+    // Origin alone does not refuse a correctly signed request.
+    let (s, _d) = serve(|c| c.twilio.auth_token = TOKEN.into()).await;
+    let twiml = format!("http://{}/twiml", s.addr);
+    let sig = signature::expected(TOKEN, &twiml, &form());
+    let (status, _) = post_twiml(&twiml, Some(&sig), &[("Origin", "https://x.example")]).await;
+    assert_eq!(status, 200);
+    s.drain();
+    s.stop().await;
+}
+
+/// One call on a raw Media Streams socket as Twilio places it: `start`
+/// with `sid`, `frames` 20 ms of silence, then `stop`; the media messages
+/// the server sent back.
+async fn raw_call(addr: std::net::SocketAddr, sid: &str, frames: usize) -> usize {
+    let (ws, _) = tokio_tungstenite::connect_async(format!("ws://{addr}/ws/twilio"))
+        .await
+        .unwrap();
+    let (mut tx, mut rx) = ws.split();
+    let start = json!({"event": "start", "sequenceNumber": "1", "streamSid": "MZ1",
+        "start": {"streamSid": "MZ1", "accountSid": "AC1", "callSid": sid, "tracks": ["inbound"],
+                  "customParameters": {"From": "+15125550123"},
+                  "mediaFormat": {"encoding": "audio/x-mulaw", "sampleRate": 8000, "channels": 1}}});
+    tx.send(Message::Text(start.to_string().into()))
+        .await
+        .unwrap();
+    let heard = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counter = heard.clone();
+    let reader = tokio::spawn(async move {
+        while let Some(Ok(m)) = rx.next().await {
+            match m {
+                Message::Text(t) if t.as_str().contains("\"media\"") => {
+                    counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                }
+                Message::Close(_) => break,
+                _ => {}
+            }
+        }
+    });
+    let silence = base64_silence();
+    let mut tick = tokio::time::interval(Duration::from_millis(20));
+    for i in 0..frames {
+        tick.tick().await;
+        let media = json!({"event": "media", "sequenceNumber": (i + 2).to_string(), "streamSid": "MZ1",
+            "media": {"track": "inbound", "chunk": (i + 1).to_string(),
+                      "timestamp": (i * 20).to_string(), "payload": silence}});
+        if tx
+            .send(Message::Text(media.to_string().into()))
+            .await
+            .is_err()
+        {
+            break;
+        }
+    }
+    let stop = json!({"event": "stop", "sequenceNumber": "9999", "streamSid": "MZ1",
+        "stop": {"accountSid": "AC1", "callSid": sid}});
+    let _ = tx.send(Message::Text(stop.to_string().into())).await;
+    // The server closes the socket once the call is over.
+    let _ = tokio::time::timeout(Duration::from_secs(30), reader).await;
+    heard.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+fn base64_silence() -> String {
+    use base64::Engine;
+    base64::engine::general_purpose::STANDARD.encode([0xFFu8; 160])
+}
+
+/// Issue 22, finding 5: a new stream whose `callSid` already has a call
+/// replaced the old call's recording, rewrote its times and ran its
+/// post-call work again. It is refused now: the socket is closed, the
+/// earlier call — finished or still live — is left exactly as it was.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reused_call_id_leaves_the_earlier_call_as_it_was() {
+    let (s, d) = serve(|_| {}).await;
+    let sid = "CA00000000000000000000000000000022";
+    // The first call: the greeting plays to it, it hangs up after 3 s.
+    let heard = raw_call(s.addr, sid, 150).await;
+    assert!(heard > 0, "the first call heard the greeting");
+    let first = loop {
+        if let Some(r) = s.store().get_call(sid).await.unwrap() {
+            if r.ended_at.is_some() && !r.record.is_null() {
+                break r;
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    let wav = d.path().join("recordings").join(format!("{sid}.wav"));
+    let wav_len = || std::fs::metadata(&wav).map(|m| m.len()).unwrap_or(0);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    while wav_len() == 0 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no recording at {wav:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let first_len = wav_len();
+
+    // The same callSid again: refused, nothing played, nothing changed.
+    let heard = raw_call(s.addr, sid, 25).await;
+    assert_eq!(heard, 0, "a refused stream hears nothing");
+    // Its slot is given back once the socket is closed.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while s.live_calls() > 0 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the refused stream holds a slot"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let again = s.store().get_call(sid).await.unwrap().unwrap();
+    assert_eq!(again, first, "the earlier call's record is untouched");
+    assert_eq!(
+        wav_len(),
+        first_len,
+        "the earlier call's recording is untouched"
+    );
+    assert_eq!(s.store().count_calls().await.unwrap(), 1);
+
+    // While a call is live, a second stream with its callSid is refused
+    // and the live call goes on to its own end.
+    let live_sid = "CA00000000000000000000000000000023";
+    let addr = s.addr;
+    let live = tokio::spawn(async move { raw_call(addr, live_sid, 150).await });
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    while s.store().call_summary(live_sid).await.unwrap().is_none() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the live call never began"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(raw_call(s.addr, live_sid, 10).await, 0);
+    assert!(live.await.unwrap() > 0, "the live call kept its audio");
+    let rec = loop {
+        if let Some(r) = s.store().get_call(live_sid).await.unwrap() {
+            if r.ended_at.is_some() && !r.record.is_null() {
+                break r;
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert_eq!(rec.phone, "+15125550123");
+    assert_eq!(s.store().count_calls().await.unwrap(), 2);
+    s.drain();
+    s.stop().await;
+}
+
+/// Issue 22, finding 10: slow connections were held 70 s and more. A
+/// client that never finishes its request's headers is cut off after
+/// `serve::listen::HEADER_READ_TIMEOUT`; the server keeps answering.
+#[tokio::test]
+async fn a_client_that_never_finishes_its_request_is_cut_off() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let (s, _d) = serve(|_| {}).await;
+    let mut slow = tokio::net::TcpStream::connect(s.addr).await.unwrap();
+    slow.write_all(b"GET /health HTTP/1.1\r\nHost: x\r\n")
+        .await
+        .unwrap();
+    let t0 = tokio::time::Instant::now();
+    let mut buf = [0u8; 256];
+    // The server answers (408) or just closes; either way the socket ends.
+    let limit = calllock::serve::listen::HEADER_READ_TIMEOUT * 3;
+    let ended = tokio::time::timeout(limit, async {
+        loop {
+            match slow.read(&mut buf).await {
+                Ok(0) | Err(_) => break,
+                Ok(_) => {}
+            }
+        }
+    })
+    .await;
+    assert!(ended.is_ok(), "a slow client was held over {limit:?}");
+    assert!(t0.elapsed() >= calllock::serve::listen::HEADER_READ_TIMEOUT - Duration::from_secs(1));
+    let ok = reqwest::get(format!("http://{}/health", s.addr))
+        .await
+        .unwrap();
+    assert_eq!(ok.status(), 200);
+    s.drain();
+    s.stop().await;
+}
+
+/// Issue 22, finding 10: `/health?verbose=1` showed the database, the
+/// vendors and the signature mode to anyone. Load balancers keep plain
+/// `/health`; the report needs the operator (here: the metrics token, or
+/// a client on the server's own machine with no proxy in between).
+#[tokio::test]
+async fn the_full_health_report_is_for_the_operator_only() {
+    let (s, _d) = serve(|c| c.serve.metrics_token = "m-token".into()).await;
+    let url = format!("http://{}/health", s.addr);
+    let client = reqwest::Client::new();
+    let plain = client.get(&url).send().await.unwrap();
+    assert_eq!(plain.status(), 200);
+    assert_eq!(plain.text().await.unwrap(), "ok");
+    // Through a proxy (forwarding headers): refused, says what to do.
+    let r = client
+        .get(format!("{url}?verbose=1"))
+        .header("X-Forwarded-For", "203.0.113.9")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 401);
+    let body = r.text().await.unwrap();
+    assert!(body.contains("metrics token"), "{body}");
+    assert!(!body.contains("calls.db"), "{body}");
+    // With the metrics token: the report.
+    let r = client
+        .get(format!("{url}?verbose=1"))
+        .header("X-Forwarded-For", "203.0.113.9")
+        .bearer_auth("m-token")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let v: serde_json::Value = r.json().await.unwrap();
+    assert_eq!(v["status"], "ok");
+    // On the server's own machine, directly: the report (`calllock dial`
+    // reads what the server hears from it).
+    let v: serde_json::Value = client
+        .get(format!("{url}?verbose=1"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(v["status"], "ok");
+    s.drain();
+    s.stop().await;
+}

@@ -499,7 +499,7 @@ impl EmbeddedBackend {
         .execute(&mut *tx)
         .await?;
         tx.commit().await?;
-        tracing::info!(%uid, %phone, start = %start_iso, "appointment booked");
+        tracing::info!(%uid, phone = %crate::phone_for_logs(&phone), start = %start_iso, "appointment booked");
 
         Ok(json!({
             "success": true,
@@ -606,7 +606,7 @@ impl EmbeddedBackend {
             upsert_customer(&mut tx, &phone, name, "", &now).await?;
         }
         tx.commit().await?;
-        tracing::info!(%id, %phone, urgency, "callback created");
+        tracing::info!(%id, phone = %crate::phone_for_logs(&phone), urgency, "callback created");
         Ok(json!({
             "success": true,
             "callback_id": id,
@@ -676,7 +676,7 @@ impl EmbeddedBackend {
         .execute(&mut *tx)
         .await?;
         tx.commit().await?;
-        tracing::info!(%id, %phone, "sales lead recorded");
+        tracing::info!(%id, phone = %crate::phone_for_logs(&phone), "sales lead recorded");
         Ok(json!({
             "success": true,
             "alertId": id,

@@ -163,6 +163,42 @@ impl Store {
         Ok(())
     }
 
+    /// Record that a *new* call has begun on `instance` (status `active`),
+    /// atomically: when any call with this id is already in the database —
+    /// live here or on another instance, interrupted or completed — nothing
+    /// is written and the answer is [`StoreError::CallExists`]. A phone
+    /// server uses this, so that a stream reusing a call id can never
+    /// take over, overwrite or re-run the earlier call.
+    pub async fn begin_new_call(
+        &self,
+        call_id: &str,
+        phone: &str,
+        started_unix: f64,
+        instance: &str,
+    ) -> Result<(), StoreError> {
+        let started = DateTime::<Utc>::from_timestamp_millis((started_unix * 1000.0) as i64)
+            .unwrap_or_default();
+        let done = sqlx::query(
+            "INSERT INTO calls (call_id, phone, started_at, started_unix, record, transcript, \
+                 status, instance, postcall_done) \
+             VALUES ($1, $2, $3, $4, 'null', '[]', 'active', $5, 0) \
+             ON CONFLICT (call_id) DO NOTHING",
+        )
+        .bind(call_id)
+        .bind(normalize_phone(phone))
+        .bind(ts(&started))
+        .bind(started.timestamp())
+        .bind(instance)
+        .execute(self.pool())
+        .await?;
+        if done.rows_affected() == 0 {
+            return Err(StoreError::CallExists {
+                call_id: call_id.into(),
+            });
+        }
+        Ok(())
+    }
+
     /// Append one event to a call's log. Returns once the event is
     /// committed; a `(call_id, seq)` already in the log is
     /// [`StoreError::DuplicateEvent`]. Concurrent appends (from every call

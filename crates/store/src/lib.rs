@@ -113,6 +113,9 @@ pub enum StoreError {
     /// [`Store::begin_call`] for a call whose final record is already saved.
     #[error("call {call_id} is already completed; it cannot begin again")]
     CallCompleted { call_id: String },
+    /// [`Store::begin_new_call`] for a call id the database already has.
+    #[error("call {call_id} already exists; a new call cannot reuse its id")]
+    CallExists { call_id: String },
     /// The event writer could not write a batch (the reason is the first
     /// append's error; that append got the error itself).
     #[error("cannot write to the event log: {0}")]
@@ -488,6 +491,17 @@ fn percent_decode(s: &str) -> Option<String> {
     String::from_utf8(out).ok()
 }
 
+/// A phone number as logs show it: only its last four digits
+/// (`…0142`), so a log collector keeps no caller's number.
+pub fn phone_for_logs(phone: &str) -> String {
+    let digits: Vec<char> = phone.chars().filter(char::is_ascii_digit).collect();
+    if digits.len() <= 4 {
+        return "…".to_string();
+    }
+    let tail: String = digits[digits.len() - 4..].iter().collect();
+    format!("…{tail}")
+}
+
 /// A database URL fit for logs: the password (in the user-info part or a
 /// `password=` parameter) replaced by `***`.
 pub fn redact_url(url: &str) -> String {
@@ -559,6 +573,13 @@ async fn compat_0001(pool: &AnyPool) -> Result<(), StoreError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn logs_show_only_a_phone_numbers_last_four_digits() {
+        assert_eq!(phone_for_logs("+1 (512) 555-0142"), "…0142");
+        assert_eq!(phone_for_logs("0142"), "…");
+        assert_eq!(phone_for_logs("unknown"), "…");
+    }
 
     #[test]
     fn redacts_passwords() {

@@ -467,3 +467,24 @@ async fn database_from_the_first_schema_version_still_opens() {
     assert!(matches!(err, StoreError::Migrate(_)), "{err:?}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+both! {
+    #[tokio::test]
+    async fn a_new_call_never_reuses_an_existing_call_id(fx) {
+        let s = fx.store().await;
+        s.begin_new_call("CA1", "+15125550100", T0, "inst-a").await.unwrap();
+        // Live (here or on another instance): refused, the row untouched.
+        let err = s.begin_new_call("CA1", "+15125550199", T0 + 60.0, "inst-b").await.unwrap_err();
+        assert!(matches!(&err, StoreError::CallExists { call_id } if call_id == "CA1"), "{err:?}");
+        let live = s.call_summary("CA1").await.unwrap().unwrap();
+        assert_eq!(live.status, CallStatus::Active);
+        assert_eq!(live.started_at.timestamp_millis(), (T0 * 1000.0) as i64);
+        assert_eq!(live.phone, "+15125550100");
+        // Completed: refused too, the record kept.
+        s.save_call(&record("CA1", "+15125550100")).await.unwrap();
+        let err = s.begin_new_call("CA1", "+15125550100", T0 + 120.0, "inst-a").await.unwrap_err();
+        assert!(matches!(err, StoreError::CallExists { .. }), "{err:?}");
+        assert_eq!(s.get_call("CA1").await.unwrap().unwrap(), record("CA1", "+15125550100"));
+        assert_eq!(s.count_calls().await.unwrap(), 1);
+    }
+}

@@ -326,7 +326,7 @@ pub async fn choose_speech(
         "codec" => Ok(phone::PhoneSpeech::Codec),
         "local" => local(),
         "auto" => {
-            let ears = server_ears(url).await;
+            let ears = server_ears(url, &cfg.serve.metrics_token).await;
             match ears.as_deref() {
                 Some("whisper") | Some("deepgram") => local(),
                 _ => Ok(phone::PhoneSpeech::Codec),
@@ -336,14 +336,19 @@ pub async fn choose_speech(
     }
 }
 
-/// What the server at `url` hears callers with, if it says.
-async fn server_ears(url: &str) -> Option<String> {
+/// What the server at `url` hears callers with, if it says (a server on
+/// this machine always does; a remote one only with its metrics token).
+async fn server_ears(url: &str, metrics_token: &str) -> Option<String> {
     let health = format!("{}/health?verbose=1", url.trim().trim_end_matches('/'));
     let client = reqwest::Client::builder()
         .timeout(std::time::Duration::from_secs(5))
         .build()
         .ok()?;
-    let v: serde_json::Value = client.get(&health).send().await.ok()?.json().await.ok()?;
+    let mut req = client.get(&health);
+    if !metrics_token.is_empty() {
+        req = req.bearer_auth(metrics_token);
+    }
+    let v: serde_json::Value = req.send().await.ok()?.json().await.ok()?;
     v["vendors"]["speech"]["ears"].as_str().map(str::to_string)
 }
 

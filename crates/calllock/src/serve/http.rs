@@ -15,11 +15,12 @@
 use super::App;
 use axum::body::Bytes;
 use axum::extract::ws::WebSocketUpgrade;
-use axum::extract::{OriginalUri, Query, State};
+use axum::extract::{ConnectInfo, OriginalUri, Query, State};
 use axum::http::{HeaderMap, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
 use providers::twilio::{signature, twiml};
 use std::collections::HashMap;
+use std::net::SocketAddr;
 use std::sync::Arc;
 
 /// `GET /metrics`: Prometheus text ([`crate::metrics`]); with
@@ -45,9 +46,29 @@ pub(super) async fn metrics(State(app): State<Arc<App>>, headers: HeaderMap) -> 
         .into_response()
 }
 
-/// `GET /health`: `ok`, or 503 `draining`; `?verbose=1`: JSON.
+/// Whether a request may read the full health report (it names the
+/// database, the vendors and whether signatures are checked): the
+/// signed-in operator, a bearer of the metrics or API token, or a client
+/// on this very machine talking to us directly (a loopback peer, with no
+/// proxy's forwarding headers: a proxy on this machine relays the world).
+fn may_read_health(app: &App, headers: &HeaderMap, peer: SocketAddr) -> bool {
+    let cfg = &app.cfg.serve;
+    let forwarded = ["forwarded", "x-forwarded-for", "x-real-ip"]
+        .iter()
+        .any(|h| headers.contains_key(*h));
+    (peer.ip().is_loopback() && !forwarded && !cfg.trusted_proxy)
+        || super::auth::bearer_ok(headers, &cfg.metrics_token)
+        || super::auth::bearer_ok(headers, &cfg.api_token)
+        || super::signin::session_of(app, headers).is_some()
+}
+
+/// `GET /health`: `ok`, or 503 `draining` (for load balancers: no
+/// sign-in); `?verbose=1`: the full report as JSON, for the operator only
+/// ([`may_read_health`]).
 pub(super) async fn health(
     State(app): State<Arc<App>>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    headers: HeaderMap,
     Query(q): Query<HashMap<String, String>>,
 ) -> Response {
     let draining = app.calls.is_draining();
@@ -62,6 +83,15 @@ pub(super) async fn health(
     if !verbose {
         let body = if draining { "draining" } else { "ok" };
         return (status, body).into_response();
+    }
+    if !may_read_health(&app, &headers, peer) {
+        return (
+            StatusCode::UNAUTHORIZED,
+            [(axum::http::header::WWW_AUTHENTICATE, "Bearer")],
+            "the full health report needs a signed-in session or the metrics token \
+             (Authorization: Bearer <serve.metrics_token>); plain /health needs neither\n",
+        )
+            .into_response();
     }
     (status, axum::Json(health_report(&app).await)).into_response()
 }
@@ -165,6 +195,48 @@ fn signature_ok(app: &App, headers: &HeaderMap, url: &str, params: &[(String, St
     signature::validate(&app.cfg.twilio.auth_token, url, params, sig)
 }
 
+/// Whether a request was sent by a web browser on behalf of a page: it
+/// carries an `Origin` header (browsers send one on every WebSocket
+/// upgrade and cross-site POST), or a `Sec-Fetch-Site` other than `none`
+/// (typed in the address bar) or `same-origin`. Twilio sends neither.
+fn from_a_browser_page(headers: &HeaderMap) -> bool {
+    if headers.contains_key(axum::http::header::ORIGIN) {
+        return true;
+    }
+    headers
+        .get("sec-fetch-site")
+        .is_some_and(|v| !matches!(v.to_str().unwrap_or(""), "none" | "same-origin"))
+}
+
+/// On a server that cannot check Twilio's signatures (no auth token:
+/// `calllock web`, a local `serve`), a page on any other site could make
+/// the operator's browser place calls — each a record, deliveries to the
+/// dashboard, maybe a callback. Such servers refuse the webhook and the
+/// stream from browser pages; a signed server needs a signature no page
+/// can forge.
+fn refused_as_browser(app: &App, headers: &HeaderMap, what: &str) -> Option<Response> {
+    if app.cfg.twilio.signed() || !from_a_browser_page(headers) {
+        return None;
+    }
+    let origin = headers
+        .get(axum::http::header::ORIGIN)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    tracing::warn!(
+        origin,
+        "refused {what} from a web page: this server checks no Twilio signatures, so only \
+         non-browser clients (Twilio, `calllock dial`) may place calls"
+    );
+    metrics::counter!(crate::metrics::CALLS_REFUSED, "reason" => "browser_origin").increment(1);
+    Some(
+        (
+            StatusCode::FORBIDDEN,
+            "calls cannot be placed from a web page on a server without Twilio signatures\n",
+        )
+            .into_response(),
+    )
+}
+
 fn twiml_response(body: String) -> Response {
     (
         StatusCode::OK,
@@ -183,6 +255,9 @@ pub(super) async fn twiml(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
+    if let Some(refused) = refused_as_browser(&app, &headers, "/twiml") {
+        return refused;
+    }
     let base = public_base(&app, &headers);
     let url = signed_url(&base, &uri);
     let form = if method == Method::POST {
@@ -219,7 +294,7 @@ pub(super) async fn twiml(
         tracing::warn!(
             live = app.calls.live(),
             draining = app.calls.is_draining(),
-            from,
+            from = store::phone_for_logs(&from),
             "a call was turned away (full or draining); creating a callback"
         );
         let reason = if app.calls.is_draining() {
@@ -257,6 +332,9 @@ pub(super) async fn stream(
     headers: HeaderMap,
     ws: WebSocketUpgrade,
 ) -> Response {
+    if let Some(refused) = refused_as_browser(&app, &headers, "a stream") {
+        return refused;
+    }
     let url = signed_url(&ws_base(&public_base(&app, &headers)), &uri);
     if !signature_ok(&app, &headers, &url, &[]) {
         tracing::warn!(

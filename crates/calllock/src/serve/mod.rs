@@ -4,6 +4,8 @@
 //!   request signatures;
 //! - [`twilio_call`]: one call on one Media Streams socket;
 //! - [`twilio_sink`]: agent audio onto the socket, with marks;
+//! - [`listen`]: accepting connections, with timeouts for slow and idle
+//!   clients;
 //! - [`live`]: the live calls (capacity, draining, ending at shutdown);
 //! - [`speech`]: the speech vendors of a served call.
 //!
@@ -16,6 +18,7 @@
 
 pub(crate) mod auth;
 pub(crate) mod http;
+pub mod listen;
 pub mod live;
 pub mod playout;
 pub(crate) mod signin;
@@ -180,20 +183,15 @@ impl Server {
             .route("/twiml", get(http::twiml).post(http::twiml))
             .route("/ws/twilio", get(http::stream))
             .with_state(app.clone());
-        let (stop_http, mut stop_rx) = watch::channel(false);
-        let http = tokio::spawn(async move {
-            let shutdown = async move {
-                let _ = stop_rx.wait_for(|s| *s).await;
-            };
-            // The peer's address: sign-in failures are limited per address.
-            let service = router.into_make_service_with_connect_info::<SocketAddr>();
-            if let Err(e) = axum::serve(listener, service)
-                .with_graceful_shutdown(shutdown)
-                .await
-            {
-                tracing::error!(error = %e, "the HTTP server failed");
-            }
-        });
+        let (stop_http, stop_rx) = watch::channel(false);
+        // With the limits a public server needs (slow or idle clients are
+        // cut off) and each request's peer address (sign-in limits).
+        let http = tokio::spawn(listen::serve(
+            listener,
+            router,
+            listen::Limits::default(),
+            stop_rx,
+        ));
         Ok(Server {
             addr,
             app,

@@ -78,9 +78,20 @@ pub(crate) async fn run(app: Arc<App>, socket: WebSocket, slot: super::live::Cal
     // At `error` level so the span exists under any filter that shows a
     // line at all (the default is `warn`).
     let span = tracing::error_span!("call", call_id = %start.call_sid);
-    let call = Call::new(app, start, out_tx, line);
+    let mut call = Call::new(app, start, out_tx, line);
     // Every line of the call (and of the tasks it starts) names it.
-    tracing::Instrument::instrument(call.run(ws_rx, reader), span).await;
+    let live = async move {
+        let started = chrono::Utc::now().timestamp_millis() as f64 / 1000.0;
+        let Some(journal) = call.begin(started).await else {
+            let _ = call.out.send(Outgoing::Close);
+            return;
+        };
+        // Recorded only once the call is known to be new: a refused
+        // stream never touches an earlier call's recording.
+        call.recording = call.app.recordings.as_ref().map(|r| r.begin(&call.call_id));
+        call.run(ws_rx, reader, started, journal).await;
+    };
+    tracing::Instrument::instrument(live, span).await;
     let _ = writer.await;
     drop(slot);
 }
@@ -194,7 +205,7 @@ impl Call {
         let ledger = Arc::new(Mutex::new(MarkLedger::new(app.cfg.twilio.mark_interval_ms)));
         let call_id = call_id_of(&start);
         Call {
-            recording: app.recordings.as_ref().map(|r| r.begin(&call_id)),
+            recording: None,
             call_id,
             caller: match line {
                 Line::Twilio => caller_of(&start),
@@ -209,17 +220,17 @@ impl Call {
         }
     }
 
-    async fn run(self, mut ws_rx: WsRx, mut reader: StreamReader) {
-        let cfg = self.app.cfg.clone();
-        let vendors = &self.app.vendors;
-        let started = chrono::Utc::now().timestamp_millis() as f64 / 1000.0;
-        tracing::info!(call_id = self.call_id, caller = self.caller, "call started");
-        // The steps before and after the live part are boxed: an async
-        // fn's state is as large as its largest await, and a thousand
-        // calls would each carry the post-call machinery's state while
-        // they talk.
-        let journal = match Box::pin(crate::journal::Journal::begin(
-            &vendors.store,
+    /// Register the call as new in the database and open its journal:
+    /// `Some(journal)` (`Some(None)` when the database cannot be written:
+    /// the call goes on, the caller must be served, and its record is
+    /// still written at the end), or `None` when a call with this id
+    /// already exists — a reused `callSid` is refused, never merged into
+    /// the earlier call (its recording, times and post-call work stay).
+    async fn begin(&self, started: f64) -> Option<Option<crate::journal::Journal>> {
+        // Boxed: an async fn's state is as large as its largest await, and
+        // a thousand calls would each carry it while they talk.
+        match Box::pin(crate::journal::Journal::begin_new(
+            &self.app.vendors.store,
             &self.call_id,
             &self.caller,
             started,
@@ -227,14 +238,40 @@ impl Call {
         ))
         .await
         {
-            Ok(j) => Some(j),
-            Err(e) => {
-                // The call goes on (the caller must be served); its record
-                // is still written at the end.
-                tracing::error!(call_id = self.call_id, error = %e, "cannot journal the call");
+            Ok(j) => Some(Some(j)),
+            Err(store::StoreError::CallExists { .. }) => {
+                tracing::warn!(
+                    call_id = self.call_id,
+                    stream_sid = self.start.stream_sid,
+                    "refused a stream: a call with this callSid already exists (a reused call \
+                     id); the stream is closed and the earlier call is left as it was"
+                );
+                metrics::counter!(crate::metrics::CALLS_REFUSED, "reason" => "duplicate_call_sid")
+                    .increment(1);
                 None
             }
-        };
+            Err(e) => {
+                tracing::error!(call_id = self.call_id, error = %e, "cannot journal the call");
+                Some(None)
+            }
+        }
+    }
+
+    async fn run(
+        self,
+        mut ws_rx: WsRx,
+        mut reader: StreamReader,
+        started: f64,
+        journal: Option<crate::journal::Journal>,
+    ) {
+        let cfg = self.app.cfg.clone();
+        let vendors = &self.app.vendors;
+        tracing::info!(
+            call_id = self.call_id,
+            caller = store::phone_for_logs(&self.caller),
+            "call started"
+        );
+        // The steps after the live part are boxed (see `begin`).
         let mut session = Session::new(self.caller.clone());
         session.call_sid = self.call_id.clone();
         let engine = Engine::new(session, cfg.business.clone(), cfg.engine.engine_config());
