@@ -339,3 +339,83 @@ fn random_requests_never_fail_the_server_or_the_document() {
         .unwrap();
     rt.block_on(s.server.stop());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_document_names_the_csrf_header_retry_needs_and_the_cursor_format() {
+    let s = serve_api().await;
+    let api = Api::of(&s);
+    let (status, doc) = api.get("/api/openapi.json").await;
+    assert_eq!(status, 200);
+
+    // Retry with a session cookie needs the session's CSRF token.
+    let retry = &doc["paths"]["/api/outbox/{id}/retry"]["post"];
+    let header = retry["parameters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["in"] == "header")
+        .unwrap_or_else(|| panic!("no header parameter: {retry:#}"));
+    assert_eq!(header["name"], "X-CSRF-Token");
+    assert!(
+        header["description"]
+            .as_str()
+            .unwrap()
+            .contains("/api/session"),
+        "says where the token comes from: {header}"
+    );
+
+    // A cursor is not any string: `<Unix seconds>_<call id>`.
+    let cursor = doc["paths"]["/api/calls"]["get"]["parameters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == "cursor")
+        .unwrap()["schema"]
+        .clone();
+    assert_eq!(cursor["pattern"], "^-?[0-9]+_.+$");
+    let v = jsonschema::validator_for(&cursor).unwrap();
+    for good in ["1771862400_CA1", "-5_x"] {
+        assert!(v.is_valid(&json!(good)), "{good}");
+    }
+    for bad in ["nope", "abc_CA1", "12_", ""] {
+        assert!(!v.is_valid(&json!(bad)), "{bad}");
+    }
+    // A page's `next` is checked against the same pattern.
+    let page = schema(&doc, "CallPage");
+    assert!(!page.is_valid(&json!({"calls": [], "next": "nope"})));
+    assert!(page.is_valid(&json!({"calls": [], "next": "1771862400_CA1"})));
+    assert!(page.is_valid(&json!({"calls": [], "next": null})));
+    s.server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn api_answers_are_never_cached_and_carry_the_security_headers() {
+    let s = serve_api().await;
+    let client = reqwest::Client::new();
+    for (path, token) in [
+        ("/api/calls", Some(TOKEN)),
+        ("/api/outbox", Some(TOKEN)),
+        ("/api/openapi.json", Some(TOKEN)),
+        ("/api/calls/CA_missing", Some(TOKEN)),
+        ("/api/calls", None),
+    ] {
+        let mut r = client.get(format!("http://{}{path}", s.server.addr));
+        if let Some(t) = token {
+            r = r.bearer_auth(t);
+        }
+        let r = r.send().await.unwrap();
+        let h = r.headers();
+        assert_eq!(h["cache-control"], "no-store", "{path}");
+        assert_eq!(h["x-content-type-options"], "nosniff", "{path}");
+        assert_eq!(h["x-frame-options"], "DENY", "{path}");
+        assert_eq!(h["referrer-policy"], "no-referrer", "{path}");
+        assert!(
+            h["content-security-policy"]
+                .to_str()
+                .unwrap()
+                .contains("frame-ancestors 'none'"),
+            "{path}"
+        );
+    }
+    s.server.stop().await;
+}

@@ -3,7 +3,9 @@
 //! in as a person would, watching a call made over Twilio Media Streams
 //! appear live and finish, opening its page, retrying a delivery, and
 //! checking that nothing is reachable without a session and that a change
-//! without the CSRF token is refused. Every page is saved as a screenshot
+//! without the CSRF token is refused; signing out; an ended session taking
+//! the open dashboard to the sign-in page; the pages at a laptop's and a
+//! phone's width; the call page's first screen. Every page is saved as a screenshot
 //! under `target/browser-screenshots/` (not committed) so a person can
 //! look at it.
 //!
@@ -17,6 +19,7 @@ mod served;
 #[path = "support/webdriver.rs"]
 mod webdriver;
 
+use chrono::TimeZone;
 use served::*;
 use std::time::Duration;
 use webdriver::{until, Browser};
@@ -90,7 +93,7 @@ async fn an_operator_signs_in_and_watches_a_call_live_then_reads_it() {
     )
     .await;
     let list = b
-        .wait_for_text("booking confirmed", Duration::from_secs(10))
+        .wait_for_text("Technician booked", Duration::from_secs(10))
         .await;
     assert!(list.contains("+15125559876"), "{list}");
     b.screenshot("calls-finished").await;
@@ -193,13 +196,14 @@ async fn the_outbox_retry_works_and_a_change_without_the_csrf_token_is_refused()
         .await;
     assert_eq!(forged.as_u64(), Some(403), "no CSRF token: refused");
 
-    // The button (which sends the token) makes the first one due now.
+    // The button (which sends the token) attempts the first one now and
+    // shows what the server answered (the target is unreachable here).
     let form = format!("form[action=\"/api/outbox/{}/retry\"]", ids[0]);
     b.click(&b.find(&format!("{form} button")).await).await;
     until(Duration::from_secs(10), "the retry's answer", || async {
         let out = b.find(&format!("{form} output")).await;
         let said = b.text(&out).await;
-        match said.contains("retrying now") {
+        match said.contains("just now") {
             true => Ok(()),
             false => Err(format!("{said:?}")),
         }
@@ -339,6 +343,270 @@ async fn the_browser_phone_holds_a_call_from_a_microphone() {
             && (agent.contains("out of the house") || agent.contains("911")),
         "the agent's side: {agent:?}"
     );
+    b.quit().await;
+    s.server.stop().await;
+}
+
+/// Finished calls saved straight into the database, as the post-call work
+/// saves them: first Dana Fields at 9:04 PM in Austin on Wednesday,
+/// November 25, 2026 (03:04 UTC on the 26th) with a technician booked for
+/// Friday, November 27 at 2:00 PM; then callers with long names, long
+/// problems and many tags (what makes a table too wide).
+async fn seed_calls(s: &Served) {
+    let at = chrono::Utc.with_ymd_and_hms(2026, 11, 26, 3, 4, 0).unwrap();
+    let dana = store::CallRecord {
+        call_id: "CA_evening".into(),
+        phone: "+15125559876".into(),
+        started_at: at,
+        ended_at: Some(at + chrono::Duration::seconds(95)),
+        final_state: "confirm".into(),
+        end_call_reason: "completed".into(),
+        booking_status: "confirmed".into(),
+        urgency: "medium".into(),
+        priority_color: "blue".into(),
+        revenue_tier: "standard_repair".into(),
+        customer_name: "Dana Fields".into(),
+        problem: "The AC blows warm air".into(),
+        record: serde_json::json!({
+            "tags": {"SERVICE_TYPE": ["repair_ac"], "URGENCY": ["same_day"]},
+            "session": {
+                "customer_name": "Dana Fields",
+                "service_address": "4821 Oak Hollow Dr, Austin",
+                "zip_code": "78745",
+                "problem_description": "The AC blows warm air",
+                "booking_confirmed": true,
+                "booked_time": "2026-11-27T14:00:00-06:00",
+            }
+        }),
+        transcript: serde_json::json!([]),
+    };
+    s.server.store().save_call(&dana).await.unwrap();
+    for (i, (state, reason, color)) in [
+        ("safety_exit", "safety_emergency", "red"),
+        ("callback", "callback_later", "green"),
+        ("discovery", "customer_hangup", "gray"),
+        ("booking_failed", "callback_later", "blue"),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let started = at - chrono::Duration::hours(i as i64 + 1);
+        let rec = store::CallRecord {
+            call_id: format!("CA_seeded_{i}_with_a_long_call_identifier_0123456789"),
+            phone: "+15125550142".into(),
+            started_at: started,
+            ended_at: Some(started + chrono::Duration::seconds(300)),
+            final_state: state.into(),
+            end_call_reason: reason.into(),
+            booking_status: "not_requested".into(),
+            urgency: "high".into(),
+            priority_color: color.into(),
+            revenue_tier: "major_repair_or_replacement_candidate".into(),
+            customer_name: "Maximiliana Featherstonehaugh-Vanderberg".into(),
+            problem:
+                "Thermostat_display_blank_and_the_outdoor_condenser_fan_is_not_spinning_at_all"
+                    .into(),
+            record: serde_json::json!({
+                "tags": {
+                    "HAZARD": ["electrical_burning_smell_near_the_air_handler"],
+                    "SERVICE_TYPE": ["repair_ac", "repair_heating", "thermostat_replacement"],
+                    "REVENUE": ["system_replacement_candidate_over_fifteen_years_old"],
+                },
+                "session": {"service_address": "12345 Extraordinarily Long Boulevard Name Apartment 9876, Austin"},
+            }),
+            transcript: serde_json::json!([]),
+        };
+        s.server.store().save_call(&rec).await.unwrap();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_owner_signs_out_with_the_button_on_every_page() {
+    if skip("an_owner_signs_out_with_the_button_on_every_page") {
+        return;
+    }
+    let _one = ONE_AT_A_TIME.lock().await;
+    let s = serve_dashboard().await;
+    seed_calls(&s).await;
+    let base = format!("http://{}", s.server.addr);
+    let b = Browser::start(&[]).await;
+    sign_in(&b, &base).await;
+    for path in ["/", "/calls/CA_evening", "/outbox", "/status", "/phone"] {
+        b.open(&format!("{base}{path}")).await;
+        let button = b.find("#signout").await;
+        assert_eq!(b.text(&button).await, "Sign out", "{path}");
+    }
+    assert!(b.cookie("calllock_session").await.is_some());
+    b.open(&format!("{base}/outbox")).await;
+    b.click(&b.find("#signout").await).await;
+    until(Duration::from_secs(10), "the sign-in page", || async {
+        let url = b.url().await;
+        match url == format!("{base}/login") {
+            true => Ok(()),
+            false => Err(url),
+        }
+    })
+    .await;
+    b.wait_for_text("Operator password", Duration::from_secs(5))
+        .await;
+    b.screenshot("signed-out").await;
+    // Signed out for real: the cookie is gone, and the dashboard asks to
+    // sign in again.
+    assert_eq!(b.cookie("calllock_session").await, None);
+    b.open(&format!("{base}/")).await;
+    assert_eq!(b.url().await, format!("{base}/login"));
+    b.quit().await;
+    s.server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_pages_fit_a_laptop_and_a_phone_without_scrolling_sideways() {
+    if skip("the_pages_fit_a_laptop_and_a_phone_without_scrolling_sideways") {
+        return;
+    }
+    let _one = ONE_AT_A_TIME.lock().await;
+    let s = serve_dashboard().await;
+    seed_calls(&s).await;
+    s.server
+        .store()
+        .outbox_enqueue(
+            &store::NewOutboxItem {
+                call_id: "CA_seeded_0_with_a_long_call_identifier_0123456789".into(),
+                kind: store::OutboxKind::Alert,
+                target_url: "http://127.0.0.1:9/alerts/a/very/long/path/that/goes/on".into(),
+                payload: serde_json::json!({}),
+            },
+            chrono::Utc::now().timestamp() as f64 + 3600.0,
+        )
+        .await
+        .unwrap();
+    let base = format!("http://{}", s.server.addr);
+    let b = Browser::start(&[]).await;
+    sign_in(&b, &base).await;
+    for (width, height, mobile, screen) in [(1024, 768, false, "1024"), (390, 844, true, "phone")] {
+        b.set_viewport(width, height, mobile).await;
+        for (path, name, needle) in [
+            ("/", "calls", "Maximiliana"),
+            ("/calls/CA_evening", "call", "Transcript"),
+            ("/outbox", "outbox", "CA_seeded_0"),
+            ("/status", "status", "version"),
+        ] {
+            b.open(&format!("{base}{path}")).await;
+            b.wait_for_text(needle, Duration::from_secs(5)).await;
+            b.screenshot(&format!("{name}-{screen}")).await;
+            let (page, window) = b.page_and_window_width().await;
+            assert!(
+                page <= window,
+                "{path} at {width} px scrolls sideways: the page is {page} px wide"
+            );
+        }
+    }
+    b.quit().await;
+    s.server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_call_pages_first_screen_names_the_caller_problem_address_booked_time_and_what_next() {
+    let test =
+        "the_call_pages_first_screen_names_the_caller_problem_address_booked_time_and_what_next";
+    if skip(test) {
+        return;
+    }
+    let _one = ONE_AT_A_TIME.lock().await;
+    let s = serve_dashboard().await;
+    seed_calls(&s).await;
+    let base = format!("http://{}", s.server.addr);
+    let b = Browser::start(&[]).await;
+    sign_in(&b, &base).await;
+    for (width, height, mobile, screen) in [(1280, 800, false, "laptop"), (390, 844, true, "phone")]
+    {
+        b.set_viewport(width, height, mobile).await;
+        b.open(&format!("{base}/calls/CA_evening")).await;
+        let title = b.run("return document.title").await;
+        assert_eq!(title, "Call from Dana Fields — CallLock");
+        let heading = b.text(&b.find("h1").await).await;
+        assert_eq!(heading, "Call from Dana Fields");
+        let next = b.text(&b.find("#next").await).await;
+        assert_eq!(
+            next, "Technician booked for Friday, November 27 at 2:00 PM.",
+            "what happens next, on Austin's clock"
+        );
+        let summary = b.text(&b.find("#summary").await).await;
+        for part in [
+            "Dana Fields, +15125559876",
+            "The AC blows warm air",
+            "4821 Oak Hollow Dr, Austin 78745",
+            "Friday, November 27 at 2:00 PM",
+            "Wed, Nov 25, 2026, 9:04 PM CST",
+        ] {
+            assert!(summary.contains(part), "{part:?} at the top: {summary}");
+        }
+        for css in ["h1", "#next", "#summary"] {
+            assert!(
+                b.on_first_screen(css).await,
+                "{css} on the first screen at {width}×{height}"
+            );
+        }
+        b.screenshot(&format!("call-first-screen-{screen}")).await;
+    }
+    b.quit().await;
+    s.server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_ended_session_sends_the_open_dashboard_to_sign_in() {
+    if skip("an_ended_session_sends_the_open_dashboard_to_sign_in") {
+        return;
+    }
+    let _one = ONE_AT_A_TIME.lock().await;
+    let s = serve_dashboard().await;
+    seed_calls(&s).await;
+    let base = format!("http://{}", s.server.addr);
+    let b = Browser::start(&[]).await;
+    sign_in(&b, &base).await;
+    b.wait_for_text("Dana Fields", Duration::from_secs(5)).await;
+    // The list refreshes itself while the session lives.
+    let cookie = format!(
+        "calllock_session={}",
+        b.cookie("calllock_session")
+            .await
+            .expect("a session cookie")
+    );
+    // The session ends on the server while the page is open: another
+    // client holding the same cookie signs out (as a restart or the 12-hour
+    // expiry would end it).
+    let http = reqwest::Client::new();
+    let session: serde_json::Value = http
+        .get(format!("{base}/api/session"))
+        .header("cookie", &cookie)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let out = http
+        .post(format!("{base}/logout"))
+        .header("cookie", &cookie)
+        .header("x-csrf-token", session["csrf"].as_str().unwrap())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(out.status(), 204);
+    // The next refresh finds no session and takes the browser to sign in
+    // (not the sign-in form inside the calls list).
+    until(Duration::from_secs(15), "the sign-in page", || async {
+        let url = b.url().await;
+        match url == format!("{base}/login") {
+            true => Ok(()),
+            false => Err(url),
+        }
+    })
+    .await;
+    b.wait_for_text("Operator password", Duration::from_secs(5))
+        .await;
+    assert!(b.all("#live").await.is_empty(), "a page of its own");
+    b.screenshot("session-ended").await;
     b.quit().await;
     s.server.stop().await;
 }

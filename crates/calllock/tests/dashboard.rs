@@ -2,7 +2,8 @@
 //! page refused without a session; the calls list with a call while it is
 //! live and after it ends, filtered; the call page with its transcript,
 //! states, tools, fields and latency chart; the outbox with its retry
-//! button; the health page; a call's recording, both sides of it.
+//! button; the health page; a call's recording, both sides of it; times
+//! on the business's clock; the security headers of every answer.
 
 #[path = "support/served.rs"]
 mod served;
@@ -122,7 +123,7 @@ async fn a_call_shows_live_then_finished_with_its_page() {
     let (_, list) = b.page("/?fragment=1").await;
     assert!(!list.contains("<html"), "a fragment is just the table");
     assert!(list.contains(&sid) && !list.contains("pill live"), "{list}");
-    assert!(list.contains("booking confirmed"), "{list}");
+    assert!(list.contains("Technician booked"), "{list}");
     assert!(list.contains("SERVICE_TYPE"), "tags: {list}");
     // Filters.
     for (query, found) in [
@@ -251,7 +252,9 @@ async fn the_phone_socket_needs_a_session_and_the_dashboards_origin() {
     ws.close(None).await.unwrap();
     let (status, page) = b.page("/phone").await;
     assert_eq!(status, 200);
-    assert!(page.contains("Call the agent") && page.contains("/ws/phone"));
+    assert!(page.contains("Call the agent") && page.contains("src=\"/assets/phone.js\""));
+    let script = b.get("/assets/phone.js", None).await.text().await.unwrap();
+    assert!(script.contains("/ws/phone"), "{script}");
     s.server.stop().await;
 }
 
@@ -395,5 +398,282 @@ async fn with_recording_off_nothing_is_recorded_and_the_page_says_so() {
     let r = b.get(&format!("/calls/{sid}/recording.wav"), None).await;
     assert_eq!(r.status(), 404);
     assert!(!s.cfg.database.with_file_name("recordings").exists());
+    s.server.stop().await;
+}
+
+/// A finished call saved straight into the database, as the post-call
+/// work saves one: Dana Fields, at 9:04 PM in Austin on Wednesday,
+/// November 25, 2026 (03:04 UTC on the 26th), a technician booked for
+/// Friday, November 27 at 2:00 PM.
+async fn seed_evening_call(s: &Served, call_id: &str) {
+    use chrono::TimeZone;
+    let at = chrono::Utc.with_ymd_and_hms(2026, 11, 26, 3, 4, 0).unwrap();
+    let rec = store::CallRecord {
+        call_id: call_id.into(),
+        phone: "+15125559876".into(),
+        started_at: at,
+        ended_at: Some(at + chrono::Duration::seconds(95)),
+        final_state: "confirm".into(),
+        end_call_reason: "completed".into(),
+        booking_status: "confirmed".into(),
+        urgency: "medium".into(),
+        priority_color: "blue".into(),
+        revenue_tier: "standard_repair".into(),
+        customer_name: "Dana Fields".into(),
+        problem: "The AC blows warm air".into(),
+        record: serde_json::json!({
+            "tags": {"SERVICE_TYPE": ["repair_ac"]},
+            "session": {
+                "customer_name": "Dana Fields",
+                "service_address": "4821 Oak Hollow Dr, Austin",
+                "zip_code": "78745",
+                "problem_description": "The AC blows warm air",
+                "booking_confirmed": true,
+                "booked_time": "2026-11-27T14:00:00-06:00",
+            }
+        }),
+        transcript: serde_json::json!([]),
+    };
+    s.server.store().save_call(&rec).await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_at_9_04_pm_shows_and_is_filed_under_its_own_day_in_the_business_time_zone() {
+    let s = serve_dashboard().await;
+    seed_evening_call(&s, "CA_evening").await;
+    let b = Browser::signed_in(&s).await;
+
+    let (status, list) = b.page("/").await;
+    assert_eq!(status, 200);
+    assert!(
+        list.contains("Wed, Nov 25, 2026, 9:04 PM CST"),
+        "the list shows Austin's time: {list}"
+    );
+    assert!(
+        !list.contains("03:04") && !list.contains("UTC"),
+        "no UTC: {list}"
+    );
+    // The date filter means Austin's days: the call is November 25th's.
+    for (query, found) in [
+        ("from=2026-11-25&to=2026-11-25", true),
+        ("from=2026-11-25", true),
+        ("to=2026-11-25", true),
+        ("from=2026-11-26&to=2026-11-26", false),
+        ("from=2026-11-26", false),
+        ("to=2026-11-24", false),
+    ] {
+        let (status, p) = b.page(&format!("/?{query}")).await;
+        assert_eq!(status, 200, "{query}");
+        assert_eq!(p.contains("/calls/CA_evening"), found, "{query}: {p}");
+    }
+
+    let (status, call) = b.page("/calls/CA_evening").await;
+    assert_eq!(status, 200);
+    assert!(call.contains("Wed, Nov 25, 2026, 9:04 PM CST"), "{call}");
+    assert!(
+        call.contains("Friday, November 27 at 2:00 PM"),
+        "the booked time on Austin's clock: {call}"
+    );
+    assert!(!call.contains("UTC"), "{call}");
+    s.server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_call_page_opens_with_who_what_where_when_and_what_happens_next() {
+    let s = serve_dashboard().await;
+    seed_evening_call(&s, "CA_evening").await;
+    let b = Browser::signed_in(&s).await;
+    let (status, call) = b.page("/calls/CA_evening").await;
+    assert_eq!(status, 200);
+    assert!(
+        call.contains("<title>Call from Dana Fields — CallLock</title>"),
+        "the title names the caller, not the call id: {call}"
+    );
+    assert!(call.contains("<h1>Call from Dana Fields</h1>"), "{call}");
+    // In this order, before any detail.
+    let top = [
+        "Technician booked for Friday, November 27 at 2:00 PM.",
+        "Dana Fields, +15125559876",
+        "The AC blows warm air",
+        "4821 Oak Hollow Dr, Austin 78745",
+        "Friday, November 27 at 2:00 PM",
+        "Wed, Nov 25, 2026, 9:04 PM CST",
+    ];
+    let details = call.find("<h2>Details</h2>").expect("a details section");
+    let mut from = 0;
+    for part in top {
+        let at = call[from..]
+            .find(part)
+            .map(|i| i + from)
+            .unwrap_or_else(|| panic!("{part:?} not at the top (in order): {call}"));
+        assert!(at < details, "{part:?} is above the details");
+        from = at;
+    }
+    // The list says it in words too.
+    let (_, list) = b.page("/").await;
+    assert!(
+        list.contains("Technician booked for Friday, November 27 at 2:00 PM"),
+        "{list}"
+    );
+    assert!(list.contains("Standard"), "priority in words: {list}");
+    s.server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_emergency_and_an_owed_callback_say_what_happens_next() {
+    let s = serve_dashboard().await;
+    let store = s.server.store();
+    let at = chrono::Utc::now() - chrono::Duration::minutes(5);
+    for (id, state, reason, color) in [
+        ("CA_gas", "safety_exit", "safety_emergency", "red"),
+        ("CA_owed", "callback", "callback_later", "blue"),
+    ] {
+        let rec = store::CallRecord {
+            call_id: id.into(),
+            phone: "+15125550142".into(),
+            started_at: at,
+            ended_at: Some(at + chrono::Duration::seconds(40)),
+            final_state: state.into(),
+            end_call_reason: reason.into(),
+            booking_status: "not_requested".into(),
+            urgency: "emergency".into(),
+            priority_color: color.into(),
+            revenue_tier: String::new(),
+            customer_name: String::new(),
+            problem: "I smell gas".into(),
+            record: serde_json::json!({"session": {}}),
+            transcript: serde_json::json!([]),
+        };
+        store.save_call(&rec).await.unwrap();
+    }
+    store
+        .outbox_enqueue(
+            &store::NewOutboxItem {
+                call_id: "CA_gas".into(),
+                kind: store::OutboxKind::Alert,
+                target_url: "http://127.0.0.1:9/alerts".into(),
+                payload: serde_json::json!({}),
+            },
+            chrono::Utc::now().timestamp() as f64 + 3600.0,
+        )
+        .await
+        .unwrap();
+    let b = Browser::signed_in(&s).await;
+    let (_, gas) = b.page("/calls/CA_gas").await;
+    assert!(
+        gas.contains("Emergency: caller told to leave; the alert waits to be sent"),
+        "{gas}"
+    );
+    assert!(
+        gas.contains("<h1>Call from +15125550142</h1>"),
+        "no name: the number: {gas}"
+    );
+    let (_, owed) = b.page("/calls/CA_owed").await;
+    assert!(
+        owed.contains("Call back: the caller is owed a callback at +15125550142."),
+        "{owed}"
+    );
+    let (_, list) = b.page("/").await;
+    for words in [
+        "Emergency: caller told to leave",
+        "Call back: the caller is owed a callback",
+        "Urgent",
+    ] {
+        assert!(list.contains(words), "{words}: {list}");
+    }
+    assert!(
+        !list.contains(">safety_exit<") && !list.contains(">callback_later<"),
+        "no raw state names in the list: {list}"
+    );
+    s.server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pages_and_api_answers_carry_security_headers_and_are_never_cached() {
+    let s = serve_dashboard().await;
+    seed_evening_call(&s, "CA_evening").await;
+    let b = Browser::signed_in(&s).await;
+    for path in [
+        "/",
+        "/?fragment=1",
+        "/calls/CA_evening",
+        "/outbox",
+        "/status",
+        "/phone",
+        "/api/calls",
+        "/api/calls/CA_evening",
+        "/api/session",
+        "/login",
+        "/no-such-page",
+    ] {
+        let r = b.get(path, None).await;
+        let h = r.headers();
+        let csp = h["content-security-policy"].to_str().unwrap();
+        assert!(csp.contains("frame-ancestors 'none'"), "{path}: {csp}");
+        let scripts = csp
+            .split(';')
+            .find(|d| d.trim().starts_with("script-src"))
+            .unwrap_or_else(|| panic!("{path}: no script-src in {csp}"));
+        assert!(
+            !scripts.contains("unsafe-inline"),
+            "{path}: inline scripts allowed: {csp}"
+        );
+        assert_eq!(h["x-content-type-options"], "nosniff", "{path}");
+        assert_eq!(h["x-frame-options"], "DENY", "{path}");
+        assert_eq!(h["referrer-policy"], "no-referrer", "{path}");
+        assert_eq!(h["cache-control"], "no-store", "{path}");
+        let body = r.text().await.unwrap();
+        assert!(
+            !body.contains("<script>"),
+            "{path}: an inline script the policy would block"
+        );
+    }
+    // The script the pages load: same origin, served as JavaScript.
+    let js = b.get("/assets/dashboard.js", None).await;
+    assert_eq!(js.status(), 200);
+    assert!(js.headers()["content-type"]
+        .to_str()
+        .unwrap()
+        .starts_with("text/javascript"));
+    assert!(js.text().await.unwrap().contains("/logout"));
+    let (_, page) = b.page("/").await;
+    assert!(page.contains("<script src=\"/assets/dashboard.js\"></script>"));
+    assert!(page.contains("id=\"signout\""), "a sign-out button: {page}");
+    s.server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_malformed_range_on_a_recording_is_ignored_and_the_whole_file_sent() {
+    let s = serve_dashboard().await;
+    seed_evening_call(&s, "CA_evening").await;
+    let dir = s.cfg.database.with_file_name("recordings");
+    std::fs::create_dir_all(&dir).unwrap();
+    let wav: Vec<u8> = (0..1000u32).map(|i| (i % 251) as u8).collect();
+    std::fs::write(dir.join("CA_evening.wav"), &wav).unwrap();
+    let b = Browser::signed_in(&s).await;
+    let src = "/calls/CA_evening/recording.wav";
+    for (range, status, len) in [
+        (None, 200, 1000),
+        (Some("bytes=abc"), 200, 1000),
+        (Some("bytes=5-2"), 200, 1000),
+        (Some("bytes=0-1,4-5"), 200, 1000),
+        (Some("items=0-10"), 200, 1000),
+        (Some("bytes= 0-10"), 200, 1000),
+        (Some("bytes=10-19"), 206, 10),
+        (Some("bytes=-100"), 206, 100),
+        (Some("bytes=990-"), 206, 10),
+    ] {
+        let r = b.get(src, range).await;
+        assert_eq!(r.status(), status, "{range:?}");
+        assert_eq!(r.headers()["cache-control"], "private, no-store");
+        let body = r.bytes().await.unwrap();
+        assert_eq!(body.len(), len, "{range:?}");
+        if status == 200 {
+            assert_eq!(&body[..], &wav[..], "{range:?}: the whole file");
+        }
+    }
+    // A well-formed range beyond the end: 416, as before.
+    let r = b.get(src, Some("bytes=5000-6000")).await;
+    assert_eq!(r.status(), 416);
     s.server.stop().await;
 }

@@ -4,6 +4,10 @@
 
 use serde_json::{json, Value};
 
+/// The shape of a page cursor (`cursor`, a page's `next`): the start time
+/// in Unix seconds, `_`, the call id. Clients treat it as opaque.
+pub const CURSOR_PATTERN: &str = "^-?[0-9]+_.+$";
+
 /// A nullable type (OpenAPI 3.1 spells it as a type list).
 fn or_null(t: &str) -> Value {
     json!({ "type": [t, "null"] })
@@ -45,6 +49,15 @@ pub fn document() -> Value {
         m.insert(code.into(), v);
         Value::Object(m)
     };
+    // A page's `next`: opaque to clients, but never any string.
+    let cursor = json!({"type": "string", "pattern": CURSOR_PATTERN});
+    // A change made with the session cookie must carry the session's CSRF
+    // token (from GET /api/session); with the API token it is not needed.
+    let csrf_header = json!({
+        "name": "X-CSRF-Token", "in": "header", "required": false,
+        "description": "The session's CSRF token (`csrf` of GET /api/session). Required when signed in with the session cookie (else 403); not needed with `Authorization: Bearer`.",
+        "schema": {"type": "string", "minLength": 1}
+    });
     let summary = json!({
         "type": "object",
         "required": ["call_id", "phone", "started_at", "ended_at", "duration_s", "status", "final_state", "end_call_reason", "booking_status", "urgency", "priority", "revenue_tier", "customer_name", "problem"],
@@ -81,7 +94,7 @@ pub fn document() -> Value {
         "info": {
             "title": "CallLock operator API",
             "version": env!("CARGO_PKG_VERSION"),
-            "description": "The calls a CallLock server answered, their records and event logs, and the deliveries waiting in its outbox. Every route needs `Authorization: Bearer <serve.api_token>`."
+            "description": "The calls a CallLock server answered, their records and event logs, and the deliveries waiting in its outbox. Every route needs `Authorization: Bearer <serve.api_token>` or the signed-in operator's session cookie; a change (POST) made with the cookie must also send the session's CSRF token in `X-CSRF-Token` (see GET /api/session)."
         },
         "security": [{"bearer": []}, {"session": []}],
         "paths": {
@@ -95,7 +108,7 @@ pub fn document() -> Value {
                     query("since", "Only calls started at or after this Unix time (seconds).", json!({"type": "integer"})),
                     query("until", "Only calls started before this Unix time (seconds).", json!({"type": "integer"})),
                     query("status", "Only live, completed or interrupted calls.", json!({"type": "string", "enum": ["live", "completed", "interrupted"]})),
-                    query("cursor", "The `next` of the previous page.", text()),
+                    query("cursor", "The `next` of the previous page, as given: an opaque token (its parts may change; never build one).", cursor.clone()),
                     query("limit", "Calls per page (default 50).", json!({"type": "integer", "minimum": 1, "maximum": store::MAX_PAGE})),
                 ],
                 "responses": with(errors(&[("400", "A parameter is wrong (the message names it).")]), "200", ok("A page of calls.", "CallPage")),
@@ -120,7 +133,10 @@ pub fn document() -> Value {
             "/api/outbox/{id}/retry": {"post": {
                 "operationId": "retryOutboxItem",
                 "summary": "Make a waiting delivery due now (the outbox worker sends it within seconds). With a session cookie, send the session's `X-CSRF-Token`.",
-                "parameters": [{"name": "id", "in": "path", "required": true, "description": "The outbox item id.", "schema": text()}],
+                "parameters": [
+                    {"name": "id", "in": "path", "required": true, "description": "The outbox item id.", "schema": text()},
+                    csrf_header,
+                ],
                 "responses": with(errors(&[("400", "The id cannot be read."), ("403", "No CSRF token with a session cookie."), ("404", "No such waiting delivery.")]), "200", ok("Due now.", "Retried")),
             }},
             "/api/session": {"get": {
@@ -149,7 +165,7 @@ pub fn document() -> Value {
                     "type": "object", "required": ["calls", "next"], "additionalProperties": false,
                     "properties": {
                         "calls": {"type": "array", "items": {"$ref": "#/components/schemas/CallSummary"}},
-                        "next": or_null("string"),
+                        "next": {"type": ["string", "null"], "pattern": CURSOR_PATTERN, "description": "The cursor of the next page (null: this is the last)."},
                     }
                 },
                 "CallDetail": detail,

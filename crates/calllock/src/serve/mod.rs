@@ -182,6 +182,8 @@ impl Server {
             .merge(crate::web::router())
             .route("/twiml", get(http::twiml).post(http::twiml))
             .route("/ws/twilio", get(http::stream))
+            // Every answer: CSP, nosniff, no framing, no referrer, no-store.
+            .layer(axum::middleware::from_fn(crate::web::security_headers))
             .with_state(app.clone());
         let (stop_http, stop_rx) = watch::channel(false);
         // With the limits a public server needs (slow or idle clients are

@@ -5,7 +5,7 @@
 //! arguments and results, the session's fields, the post-call deliveries,
 //! a picture of each turn's latency, and the recording to listen to.
 
-use super::html::esc;
+use super::html::{self, esc};
 use crate::latency::TurnLatency;
 use crate::serve::App;
 use axum::extract::{Path, Query, State};
@@ -52,27 +52,40 @@ pub(super) async fn page(
         Err(e) => return unavailable(e),
     };
     let deliveries = store.outbox_for_call(&id).await.unwrap_or_default();
+    // The post-call record (a finished call's) holds the last session.
+    let record = match store.get_call(&id).await {
+        Ok(r) => r.map(|r| r.record),
+        Err(e) => return unavailable(e),
+    };
     let live = summary.status == CallStatus::Active;
     let start = events.first().map_or(0.0, |e| e.at_unix);
+    let business = &app.cfg.business;
+    let session = last_session(record.as_ref(), &events);
+    let who = caller_name(&summary, &session);
 
-    let mut body = String::new();
+    let mut body = headline(&Headline {
+        summary: &summary,
+        record: record.as_ref(),
+        session: &session,
+        deliveries: &deliveries,
+        business,
+    });
     let _ = write!(
         body,
-        "<dl><dt>caller</dt><dd>{}</dd><dt>started</dt><dd>{} UTC</dd><dt>status</dt><dd>{}</dd>\
-         <dt>final state</dt><dd>{}</dd><dt>outcome</dt><dd>{} {}</dd><dt>priority</dt>\
-         <dd><span class=\"pill {p}\">{p}</span></dd><dt>revenue</dt><dd>{}</dd></dl>",
-        esc(&summary.phone),
-        summary.started_at.format("%Y-%m-%d %H:%M:%S"),
-        if live {
-            "<span class=\"pill live\">live</span>"
-        } else {
-            summary.status.as_str()
+        "<section><h2>Details</h2><dl><dt>status</dt><dd>{}</dd>\
+         <dt>ended at</dt><dd>{} <code>{}</code></dd><dt>outcome</dt><dd><code>{}</code> {}</dd>\
+         <dt>revenue</dt><dd>{}</dd><dt>call id</dt><dd><code>{}</code></dd></dl></section>",
+        match summary.status {
+            CallStatus::Active => "<span class=\"pill live\">live</span>",
+            CallStatus::Completed => "finished",
+            CallStatus::Interrupted => "cut off (the server stopped during the call)",
         },
+        esc(&super::calls::state_words(&summary.final_state)),
         esc(&summary.final_state),
         esc(&summary.end_call_reason),
         esc(&summary.booking_status),
         esc(&summary.revenue_tier),
-        p = esc(&summary.priority_color),
+        esc(&id),
     );
     body.push_str(&super::recording::section(&app, &id, live));
     body.push_str(&transcript(&events, start));
@@ -80,7 +93,7 @@ pub(super) async fn page(
     body.push_str(&timeline(&events, start));
     body.push_str(&tools(&events, start));
     body.push_str(&fields(&events));
-    body.push_str(&delivery_table(&deliveries));
+    body.push_str(&delivery_table(&deliveries, business));
     if !live {
         body.push_str("<span data-final hidden></span>");
     }
@@ -92,11 +105,195 @@ pub(super) async fn page(
     } else {
         String::new()
     };
-    let page = format!(
-        "<h1>Call {}</h1><div id=\"live\"{refresh}>{body}</div>",
-        esc(&id)
+    let page = format!("<div id=\"live\"{refresh}>{body}</div>");
+    super::answer(&format!("Call from {who}"), page, false)
+}
+
+/// The session as last known: the post-call record's, else the last
+/// snapshot in the event log (a live or cut-off call); `Null` if none.
+fn last_session(record: Option<&Value>, events: &[StoredEvent]) -> Value {
+    record
+        .map(|r| &r["session"])
+        .filter(|s| s.is_object())
+        .or_else(|| {
+            events
+                .iter()
+                .rev()
+                .find(|e| e.kind == "session")
+                .map(|e| &e.data)
+        })
+        .cloned()
+        .unwrap_or(Value::Null)
+}
+
+/// A session's text field, trimmed; empty when absent.
+fn text<'a>(session: &'a Value, key: &str) -> &'a str {
+    session[key].as_str().map(str::trim).unwrap_or("")
+}
+
+/// Who called: the name they gave (else the number).
+fn caller_name(summary: &store::CallSummary, session: &Value) -> String {
+    [summary.customer_name.trim(), text(session, "customer_name")]
+        .into_iter()
+        .find(|n| !n.is_empty())
+        .unwrap_or(summary.phone.trim())
+        .to_string()
+}
+
+/// What the top of the call page is made of.
+struct Headline<'a> {
+    summary: &'a store::CallSummary,
+    record: Option<&'a Value>,
+    session: &'a Value,
+    deliveries: &'a [store::OutboxItem],
+    business: &'a agent::BusinessProfile,
+}
+
+/// The call's first screen, as an owner asks: who called (name and
+/// number), what happens next, the problem, where, when the technician
+/// comes, when they called. The details follow below it.
+fn headline(h: &Headline) -> String {
+    let s = h.summary;
+    let name = [s.customer_name.trim(), text(h.session, "customer_name")]
+        .into_iter()
+        .find(|n| !n.is_empty());
+    let problem = [s.problem.trim(), text(h.session, "problem_description")]
+        .into_iter()
+        .find(|p| !p.is_empty());
+    let address = {
+        let (street, zip) = (
+            text(h.session, "service_address"),
+            text(h.session, "zip_code"),
+        );
+        match (street.is_empty(), zip.is_empty() || street.contains(zip)) {
+            (true, true) => None,
+            (true, false) => Some(format!("ZIP {zip}")),
+            (false, true) => Some(street.to_string()),
+            (false, false) => Some(format!("{street} {zip}")),
+        }
+    };
+    let (next, alarm) = next_step(h);
+    let when = appointment(h);
+    let missing = |what: &str| format!("<span class=\"note\">{what}</span>");
+    let called = match s.ended_at {
+        Some(e) => format!(
+            "{}, {} s",
+            html::local_time(h.business, s.started_at),
+            (e - s.started_at).num_seconds().max(0)
+        ),
+        None => html::local_time(h.business, s.started_at),
+    };
+    format!(
+        "<h1>{title}</h1><p class=\"next{alarm}\" id=\"next\">{next}</p>\
+         <dl class=\"summary\" id=\"summary\"><dt>Caller</dt><dd>{who}</dd>\
+         <dt>Problem</dt><dd>{problem}</dd><dt>Address</dt><dd>{address}</dd>\
+         <dt>{when_label}</dt><dd>{when}</dd><dt>Called</dt><dd>{called}</dd>\
+         <dt>Priority</dt><dd><span class=\"pill {color}\">{priority}</span></dd></dl>",
+        title = esc(&format!("Call from {}", name.unwrap_or(s.phone.as_str()))),
+        alarm = if alarm { " red" } else { "" },
+        next = esc(&next),
+        who = match name {
+            Some(n) => format!("{}, {}", esc(n), esc(&s.phone)),
+            None => format!("{} {}", esc(&s.phone), missing("(no name given)")),
+        },
+        problem = problem.map_or_else(|| missing("not said"), esc),
+        address = address.map_or_else(|| missing("not given"), |a| esc(&a)),
+        when_label = esc(when.0),
+        when = when
+            .1
+            .map_or_else(|| missing("nothing booked"), |w| esc(&w)),
+        called = esc(&called),
+        color = esc(&s.priority_color),
+        priority = esc(&super::calls::priority_words(&s.priority_color)),
+    )
+}
+
+/// The appointment the call is about: one it booked ("Booked"), or the
+/// caller's existing one it cancelled, moved or asked about
+/// ("Appointment") — on the business's clock.
+fn appointment(h: &Headline) -> (&'static str, Option<String>) {
+    let booked = text(h.session, "booked_time");
+    if !booked.is_empty() {
+        return ("Booked", Some(html::appointment_time(h.business, booked)));
+    }
+    let moved = text(h.session, "rescheduled_to");
+    if h.summary.end_call_reason == "appointment_rescheduled" && !moved.is_empty() {
+        return ("Appointment", Some(format!("moved to {moved}")));
+    }
+    let (d, t) = (
+        text(h.session, "appointment_date"),
+        text(h.session, "appointment_time"),
     );
-    super::answer(&format!("Call {id}"), page, false)
+    let existing = match (d.is_empty(), t.is_empty()) {
+        (true, true) => None,
+        (false, true) => Some(d.to_string()),
+        (true, false) => Some(t.to_string()),
+        (false, false) => Some(format!("{d} at {t}")),
+    };
+    match (existing, h.summary.end_call_reason.as_str()) {
+        (Some(w), "appointment_cancelled") => ("Appointment", Some(format!("{w} (cancelled)"))),
+        (Some(w), _) => ("Appointment", Some(w)),
+        (None, _) => ("Booked", None),
+    }
+}
+
+/// What happens next, in a sentence, and whether it is an emergency.
+fn next_step(h: &Headline) -> (String, bool) {
+    let s = h.summary;
+    if s.status == CallStatus::Active {
+        return ("On the line now: this page follows the call.".into(), false);
+    }
+    let phone = Some(text(h.session, "callback_phone"))
+        .filter(|p| !p.is_empty())
+        .unwrap_or(s.phone.as_str());
+    let (_, appointment) = appointment(h);
+    let said = match s.end_call_reason.as_str() {
+        "safety_emergency" => {
+            let alerts: Vec<&store::OutboxItem> = h
+                .deliveries
+                .iter()
+                .filter(|d| d.kind == store::OutboxKind::Alert)
+                .collect();
+            let sent = alerts
+                .iter()
+                .any(|d| d.status == store::OutboxStatus::Delivered);
+            let waiting = alerts
+                .iter()
+                .any(|d| d.status == store::OutboxStatus::Pending);
+            let alert = if sent {
+                "alert sent"
+            } else if waiting {
+                "the alert waits to be sent (see Outbox)"
+            } else if alerts.is_empty() {
+                "no alert was queued"
+            } else {
+                "the alert could not be sent: call the caller"
+            };
+            return (format!("Emergency: caller told to leave; {alert}."), true);
+        }
+        "completed" => match appointment {
+            Some(w) => format!("Technician booked for {w}."),
+            None => "Technician booked.".into(),
+        },
+        "callback_later" => format!("Call back: the caller is owed a callback at {phone}."),
+        "sales_lead" => format!("Sales lead: call {phone} back with a quote."),
+        "appointment_cancelled" => "Nothing to do: the caller cancelled the appointment.".into(),
+        "appointment_rescheduled" => match appointment {
+            Some(w) => format!("Appointment {w}."),
+            None => "The appointment was moved.".into(),
+        },
+        "appointment_status" => "Nothing to do: the caller asked about the appointment.".into(),
+        "no_response" => "Nothing promised: the caller never spoke.".into(),
+        "customer_hangup" if s.booking_status == "attempted_failed" => {
+            format!("Call back: the booking failed and the caller hung up ({phone}).")
+        }
+        "customer_hangup" => "Nothing promised: the caller hung up.".into(),
+        _ if s.status == CallStatus::Interrupted => {
+            format!("Call back: the call was cut off when the server stopped ({phone}).")
+        }
+        _ => super::calls::outcome_words(s, h.record, h.business) + ".",
+    };
+    (said, false)
 }
 
 fn offset(e: &StoredEvent, start: f64) -> String {
@@ -114,7 +311,7 @@ fn transcript(events: &[StoredEvent], start: f64) -> String {
             Some((id, e.data["heard"].as_str().unwrap_or("").to_string()))
         })
         .collect();
-    let mut out = String::from("<section><h2>Transcript</h2><table>");
+    let mut out = String::from("<section><h2>Transcript</h2><div class=\"scroll\"><table>");
     for e in events {
         let text = e.data["text"].as_str().unwrap_or("");
         match e.kind.as_str() {
@@ -144,14 +341,14 @@ fn transcript(events: &[StoredEvent], start: f64) -> String {
             _ => {}
         }
     }
-    out.push_str("</table></section>");
+    out.push_str("</table></div></section>");
     out
 }
 
 /// The conversation's states, when each began.
 fn timeline(events: &[StoredEvent], start: f64) -> String {
     let mut out =
-        String::from("<section><h2>States</h2><table><tr><th>at</th><th>from</th><th>to</th></tr>");
+        String::from("<section><h2>States</h2><div class=\"scroll\"><table><tr><th>at</th><th>from</th><th>to</th></tr>");
     for e in events {
         // `state {from, to}` (chat, replays), or a voice call's note
         // `{kind: "state", text: "from -> to"}`.
@@ -176,14 +373,14 @@ fn timeline(events: &[StoredEvent], start: f64) -> String {
             esc(to)
         );
     }
-    out.push_str("</table></section>");
+    out.push_str("</table></div></section>");
     out
 }
 
 /// Tool calls with their arguments, and results.
 fn tools(events: &[StoredEvent], start: f64) -> String {
     let mut out = String::from(
-        "<section><h2>Tools</h2><table><tr><th>at</th><th>tool</th><th>arguments / result</th></tr>",
+        "<section><h2>Tools</h2><div class=\"scroll\"><table><tr><th>at</th><th>tool</th><th>arguments / result</th></tr>",
     );
     for e in events {
         let (what, json) = match e.kind.as_str() {
@@ -200,7 +397,7 @@ fn tools(events: &[StoredEvent], start: f64) -> String {
             esc(&serde_json::to_string_pretty(json).unwrap_or_default())
         );
     }
-    out.push_str("</table></section>");
+    out.push_str("</table></div></section>");
     out
 }
 
@@ -228,22 +425,29 @@ fn fields(events: &[StoredEvent]) -> String {
     out
 }
 
-fn delivery_table(items: &[store::OutboxItem]) -> String {
+fn delivery_table(items: &[store::OutboxItem], business: &agent::BusinessProfile) -> String {
     let mut out = String::from(
-        "<section><h2>Deliveries</h2><table><tr><th>kind</th><th>status</th><th>attempts</th>\
-         <th>last error</th></tr>",
+        "<section><h2>Deliveries</h2><div class=\"scroll\"><table><tr><th>kind</th><th>status</th>\
+         <th>attempts</th><th>queued</th><th>last error</th></tr>",
     );
     for i in items {
+        let status = match i.status.as_str() {
+            "pending" => "waiting",
+            "delivered" => "sent",
+            "dead" => "gave up",
+            other => other,
+        };
         let _ = write!(
             out,
-            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
             esc(&i.kind.to_string()),
-            esc(i.status.as_str()),
+            status,
             i.attempts,
+            esc(&html::local_time_unix(business, i.created_unix)),
             esc(&i.last_error)
         );
     }
-    out.push_str("</table></section>");
+    out.push_str("</table></div></section>");
     out
 }
 

@@ -1,10 +1,13 @@
 //! `/`: the calls, live and finished, newest first — filtered by the same
 //! parameters as `GET /api/calls` (final state, priority, caller, dates,
 //! status), a page at a time, the table refreshed in place every few
-//! seconds so live calls appear and finish without a reload.
+//! seconds so live calls appear and finish without a reload. Said as an
+//! owner says it: times on the business's clock, who called, what came of
+//! it in plain words ([`outcome_words`]); on a phone each call is a card.
 
-use super::html::esc;
+use super::html::{self, esc};
 use crate::serve::App;
+use agent::BusinessProfile;
 use axum::extract::{Query, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
@@ -16,9 +19,14 @@ use store::{CallStatus, CallSummary};
 /// Seconds between refreshes of the table.
 const REFRESH_S: u32 = 3;
 
-/// The filters a person types: dates as `YYYY-MM-DD` become the API's Unix
-/// seconds (UTC, `to` inclusive).
-fn api_params(params: &HashMap<String, String>) -> Result<HashMap<String, String>, String> {
+/// The filters a person types: dates as `YYYY-MM-DD` are days on the
+/// business's clock ([`html::local_day_start`]) and become the API's Unix
+/// seconds (`to` inclusive: until the next local midnight). A call at
+/// 9:04 PM in Austin is under its Austin day, not UTC's next one.
+fn api_params(
+    params: &HashMap<String, String>,
+    business: &BusinessProfile,
+) -> Result<HashMap<String, String>, String> {
     let mut p: HashMap<String, String> = params
         .iter()
         .filter(|(k, v)| {
@@ -30,26 +38,26 @@ fn api_params(params: &HashMap<String, String>) -> Result<HashMap<String, String
         })
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect();
-    let day = |k: &str| -> Result<Option<i64>, String> {
+    let day = |k: &str| -> Result<Option<chrono::NaiveDate>, String> {
         match params.get(k).map(|v| v.trim()).filter(|v| !v.is_empty()) {
             None => Ok(None),
             Some(v) => chrono::NaiveDate::parse_from_str(v, "%Y-%m-%d")
-                .map(|d| {
-                    Some(
-                        d.and_hms_opt(0, 0, 0)
-                            .unwrap_or_default()
-                            .and_utc()
-                            .timestamp(),
-                    )
-                })
+                .map(Some)
                 .map_err(|_| format!("{k} must be a date like 2026-11-25, not {v:?}")),
         }
     };
-    if let Some(t) = day("from")? {
-        p.insert("since".into(), t.to_string());
+    if let Some(d) = day("from")? {
+        p.insert(
+            "since".into(),
+            html::local_day_start(business, d).to_string(),
+        );
     }
-    if let Some(t) = day("to")? {
-        p.insert("until".into(), (t + 86_400).to_string());
+    if let Some(d) = day("to")? {
+        let until = match d.succ_opt() {
+            Some(next) => html::local_day_start(business, next),
+            None => i64::MAX,
+        };
+        p.insert("until".into(), until.to_string());
     }
     Ok(p)
 }
@@ -68,35 +76,152 @@ fn tags(record: Option<&Value>) -> String {
         .join("; ")
 }
 
-fn row(c: &CallSummary, record: Option<&Value>) -> String {
+/// The conversation's states in an owner's words: where a call was, or
+/// where it ended (`safety_exit` → "emergency: caller sent out").
+pub(crate) fn state_words(state: &str) -> String {
+    match state {
+        "welcome" => "greeting".into(),
+        "non_service" => "not a service call".into(),
+        "lookup" => "looking up the caller".into(),
+        "follow_up" => "following up an earlier call".into(),
+        "manage_booking" => "changing an appointment".into(),
+        "safety" => "safety question".into(),
+        "safety_exit" => "emergency: caller sent out".into(),
+        "service_area" => "service area check".into(),
+        "discovery" => "taking the details".into(),
+        "urgency" => "how urgent".into(),
+        "urgency_callback" => "urgent callback".into(),
+        "pre_confirm" => "confirming the details".into(),
+        "booking" => "booking".into(),
+        "booking_failed" => "booking failed".into(),
+        "confirm" => "done".into(),
+        "callback" => "callback promised".into(),
+        "" => "not started".into(),
+        other => other.replace('_', " "),
+    }
+}
+
+/// A priority colour in an owner's words.
+pub(crate) fn priority_words(color: &str) -> String {
+    match color {
+        "red" => "Urgent".into(),
+        "green" => "Sales opportunity".into(),
+        "blue" => "Standard".into(),
+        "gray" => "Not a customer".into(),
+        "" => "—".into(),
+        other => other.to_string(),
+    }
+}
+
+/// What came of a call, in an owner's words ("Technician booked for
+/// Friday, February 27 at 2:00 PM", "Call back: the caller is owed a
+/// callback"); `record` is its post-call record when there is one.
+pub(crate) fn outcome_words(
+    c: &CallSummary,
+    record: Option<&Value>,
+    business: &BusinessProfile,
+) -> String {
+    match c.status {
+        CallStatus::Active => return "On the line now".into(),
+        CallStatus::Interrupted if c.end_call_reason.is_empty() => {
+            return "Cut off: the server stopped during the call".into()
+        }
+        _ => {}
+    }
+    let booked = record
+        .and_then(|r| r["session"]["booked_time"].as_str())
+        .map(str::trim)
+        .filter(|t| !t.is_empty());
+    match c.end_call_reason.as_str() {
+        "completed" => match booked {
+            Some(t) => format!(
+                "Technician booked for {}",
+                html::appointment_time(business, t)
+            ),
+            None => "Technician booked".into(),
+        },
+        "safety_emergency" => "Emergency: caller told to leave".into(),
+        "sales_lead" => "Sales lead: call back with a quote".into(),
+        "callback_later" => "Call back: the caller is owed a callback".into(),
+        "appointment_cancelled" => "Cancelled an appointment".into(),
+        "appointment_rescheduled" => "Moved an appointment".into(),
+        "appointment_status" => "Asked about an appointment".into(),
+        "no_response" => "No answer: the caller stayed silent".into(),
+        "customer_hangup" if c.booking_status == "attempted_failed" => {
+            "Hung up after the booking failed".into()
+        }
+        "customer_hangup" => format!(
+            "The caller hung up (at the {})",
+            state_words(&c.final_state)
+        ),
+        "" => format!("Ended at the {}", state_words(&c.final_state)),
+        other => other.replace('_', " "),
+    }
+}
+
+fn row(c: &CallSummary, record: Option<&Value>, business: &BusinessProfile) -> String {
     let live = c.status == CallStatus::Active;
     let duration = match c.ended_at {
-        Some(e) => format!("{} s", (e - c.started_at).num_seconds().max(0)),
+        Some(e) => {
+            let s = (e - c.started_at).num_seconds().max(0);
+            if s < 60 {
+                format!("{s} s")
+            } else {
+                format!("{} min {} s", s / 60, s % 60)
+            }
+        }
         None if live => "<span class=\"pill live\">live</span>".into(),
-        None => "interrupted".into(),
+        None => "cut off".into(),
     };
-    let outcome = if c.booking_status.is_empty() {
-        c.end_call_reason.clone()
+    let name = if c.customer_name.trim().is_empty() {
+        "<span class=\"note\">no name given</span>".to_string()
     } else {
-        format!("booking {}", c.booking_status)
+        esc(&c.customer_name)
+    };
+    let tags = tags(record);
+    let tags = if tags.is_empty() {
+        String::new()
+    } else {
+        format!("<br><span class=\"note\">{}</span>", esc(&tags))
     };
     format!(
-        "<tr><td><a href=\"/calls/{id}\">{start}</a></td><td>{phone}</td><td>{duration}</td>\
-         <td>{state}</td><td>{outcome}</td><td><span class=\"pill {color}\">{color}</span></td>\
-         <td>{tier}</td><td>{tags}</td><td>{name}</td></tr>",
+        "<tr><td data-label=\"When\"><a href=\"/calls/{id}\">{start}</a></td>\
+         <td data-label=\"Caller\">{name}<br>{phone}</td>\
+         <td data-label=\"What happened\">{outcome}{tags}</td>\
+         <td data-label=\"Problem\">{problem}</td>\
+         <td data-label=\"Priority\"><span class=\"pill {color}\">{priority}</span></td>\
+         <td data-label=\"Length\">{duration}</td></tr>",
         id = esc(&c.call_id),
-        start = c.started_at.format("%Y-%m-%d %H:%M:%S"),
+        start = esc(&html::local_time(business, c.started_at)),
         phone = esc(&c.phone),
-        state = esc(&c.final_state),
-        outcome = esc(&outcome),
+        outcome = esc(&outcome_words(c, record, business)),
+        problem = esc(&c.problem),
         color = esc(&c.priority_color),
-        tier = esc(&c.revenue_tier),
-        tags = esc(&tags(record)),
-        name = esc(&c.customer_name),
+        priority = esc(&priority_words(&c.priority_color)),
     )
 }
 
-fn filters(params: &HashMap<String, String>) -> String {
+/// The final states a person may filter by.
+const STATES: [&str; 16] = [
+    "welcome",
+    "non_service",
+    "lookup",
+    "follow_up",
+    "manage_booking",
+    "safety",
+    "safety_exit",
+    "service_area",
+    "discovery",
+    "urgency",
+    "urgency_callback",
+    "pre_confirm",
+    "booking",
+    "booking_failed",
+    "confirm",
+    "callback",
+];
+
+fn filters(params: &HashMap<String, String>, business: &BusinessProfile) -> String {
     let v = |k: &str| esc(params.get(k).map(String::as_str).unwrap_or(""));
     let option = |k: &str, value: &str, label: &str| {
         let sel = if params.get(k).map(String::as_str) == Some(value) {
@@ -104,28 +229,56 @@ fn filters(params: &HashMap<String, String>) -> String {
         } else {
             ""
         };
-        format!("<option value=\"{value}\"{sel}>{label}</option>")
+        format!(
+            "<option value=\"{}\"{sel}>{}</option>",
+            esc(value),
+            esc(label)
+        )
     };
-    let status = ["", "live", "completed", "interrupted"]
-        .iter()
-        .map(|s| option("status", s, if s.is_empty() { "any status" } else { s }))
+    let status = [
+        ("", "any status"),
+        ("live", "on the line"),
+        ("completed", "finished"),
+        ("interrupted", "cut off"),
+    ]
+    .iter()
+    .map(|(s, label)| option("status", s, label))
+    .collect::<String>();
+    let priority = std::iter::once(option("priority", "", "any priority"))
+        .chain(
+            ["red", "green", "blue", "gray"]
+                .iter()
+                .map(|c| option("priority", c, &priority_words(c))),
+        )
         .collect::<String>();
-    let priority = ["", "red", "green", "blue", "gray"]
-        .iter()
-        .map(|s| option("priority", s, if s.is_empty() { "any priority" } else { s }))
-        .collect::<String>();
+    let mut states = option("final_state", "", "ended anywhere");
+    // A state typed in the address bar that is not in the list stays chosen.
+    if let Some(typed) = params
+        .get("final_state")
+        .filter(|s| !s.is_empty() && !STATES.contains(&s.as_str()))
+    {
+        states.push_str(&option("final_state", typed, typed));
+    }
+    for s in STATES {
+        states.push_str(&option(
+            "final_state",
+            s,
+            &format!("ended at: {}", state_words(s)),
+        ));
+    }
     format!(
         "<form class=\"filters\" method=\"get\" action=\"/\">\
-         <input name=\"caller\" placeholder=\"caller digits\" value=\"{}\">\
-         <input name=\"final_state\" placeholder=\"final state\" value=\"{}\">\
+         <input name=\"caller\" placeholder=\"caller's number (digits)\" value=\"{}\">\
+         <select name=\"final_state\">{states}</select>\
          <select name=\"priority\">{priority}</select><select name=\"status\">{status}</select>\
          <label>from <input type=\"date\" name=\"from\" value=\"{}\"></label>\
          <label>to <input type=\"date\" name=\"to\" value=\"{}\"></label>\
-         <button type=\"submit\">Filter</button><a href=\"/\">clear</a></form>",
+         <button type=\"submit\">Filter</button><a href=\"/\">clear</a></form>\
+         <p class=\"note\">Times and dates are the business's ({tz}).</p>",
         v("caller"),
-        v("final_state"),
         v("from"),
         v("to"),
+        tz = esc(&business.timezone),
     )
 }
 
@@ -139,7 +292,8 @@ pub(super) async fn page(
         return super::to_login();
     }
     let fragment = params.get("fragment").is_some_and(|v| v == "1");
-    let query = match api_params(&params).and_then(|p| crate::api::call_query(&p)) {
+    let business = &app.cfg.business;
+    let query = match api_params(&params, business).and_then(|p| crate::api::call_query(&p)) {
         Ok(q) => q,
         Err(why) => return super::message(StatusCode::BAD_REQUEST, "Calls", &why),
     };
@@ -160,7 +314,7 @@ pub(super) async fn page(
     let rows: String = page
         .calls
         .iter()
-        .map(|c| row(c, records.get(&c.call_id)))
+        .map(|c| row(c, records.get(&c.call_id), business))
         .collect();
     let live = page
         .calls
@@ -181,9 +335,10 @@ pub(super) async fn page(
         None => String::new(),
     };
     let table = format!(
-        "<p class=\"note\">{n} call(s) shown, {live} live now.</p><table><tr><th>started (UTC)</th>\
-         <th>caller</th><th>duration</th><th>final state</th><th>outcome</th><th>priority</th>\
-         <th>revenue</th><th>tags</th><th>customer</th></tr>{rows}</table>{more}",
+        "<p class=\"note\">{n} call(s) shown, {live} on the line now.</p>\
+         <table class=\"cards\"><tr class=\"head\"><th>When</th><th>Caller</th>\
+         <th>What happened</th><th>Problem</th><th>Priority</th><th>Length</th></tr>\
+         {rows}</table>{more}",
         n = page.calls.len()
     );
     if fragment {
@@ -191,7 +346,7 @@ pub(super) async fn page(
     }
     let body = format!(
         "<h1>Calls</h1>{}<div id=\"live\" data-refresh=\"{REFRESH_S}\">{table}</div>",
-        filters(&params)
+        filters(&params, business)
     );
     super::answer("Calls", body, false)
 }

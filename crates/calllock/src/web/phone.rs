@@ -32,7 +32,7 @@ pub async fn page(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
          <p><button id=\"dial\" type=\"button\">Call the agent</button> \
          <button id=\"hangup\" type=\"button\" disabled>Hang up</button></p>\
          <p>Status: <output id=\"phone-status\">idle</output></p>\
-         <p id=\"phone-call\"></p><script>{PHONE_JS}</script>",
+         <p id=\"phone-call\"></p><script src=\"/assets/phone.js\"></script>",
         caller = twilio_call::BROWSER_CALLER
     );
     answer("Phone", body, false)
@@ -85,8 +85,9 @@ fn same_origin(headers: &HeaderMap) -> bool {
 /// The phone in the page: microphone → 8 kHz µ-law → `media`; agent
 /// `media` → speakers, scheduled back to back; marks echoed when played;
 /// `clear` stops what is queued and echoes the pending marks at once (as
-/// Twilio does).
-const PHONE_JS: &str = r#"
+/// Twilio does). Served as `/assets/phone.js` (no inline script: see
+/// [`super::security_headers`]).
+pub(super) const PHONE_JS: &str = r#"
 (function(){
 var dial=document.getElementById('dial'),hang=document.getElementById('hangup'),
     st=document.getElementById('phone-status'),info=document.getElementById('phone-call');

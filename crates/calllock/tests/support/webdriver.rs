@@ -1,7 +1,8 @@
 //! A headless Chromium driven over the W3C WebDriver protocol (Debian's
 //! `chromium` and `chromium-driver`): just the commands the browser tests
 //! use — open a page, find elements, type, click, read text, run a script,
-//! take a screenshot. Test kit only.
+//! take a screenshot, size the page like a laptop's or a phone's, read a
+//! cookie, measure whether the page scrolls sideways. Test kit only.
 #![allow(dead_code)]
 
 use base64::Engine as _;
@@ -300,6 +301,58 @@ impl Browser {
             json!({"script": script, "args": []}),
         )
         .await
+    }
+
+    /// Show pages as a screen `width` × `height` CSS pixels would — a
+    /// phone's when `mobile` (its viewport and touch rules) — until
+    /// changed again. (Chromium's DevTools emulation through chromedriver:
+    /// a window cannot be made narrower than ~500 px, a phone is 390.)
+    pub async fn set_viewport(&self, width: u32, height: u32, mobile: bool) {
+        self.call(
+            "POST",
+            &self.s("/goog/cdp/execute"),
+            json!({"cmd": "Emulation.setDeviceMetricsOverride", "params": {
+                "width": width, "height": height, "deviceScaleFactor": 1, "mobile": mobile,
+            }}),
+        )
+        .await;
+        let inner = self.run("return window.innerWidth").await;
+        assert_eq!(inner.as_u64(), Some(width as u64), "the viewport's width");
+    }
+
+    /// How wide the page is and how wide the window (CSS pixels): the page
+    /// scrolls sideways when the first is larger.
+    pub async fn page_and_window_width(&self) -> (u64, u64) {
+        let v = self
+            .run("return [document.documentElement.scrollWidth, window.innerWidth]")
+            .await;
+        (
+            v[0].as_u64().unwrap_or(u64::MAX),
+            v[1].as_u64().unwrap_or(0),
+        )
+    }
+
+    /// Whether the element matching `css` is wholly inside the window as
+    /// the page opens (on its first screen, no scrolling).
+    pub async fn on_first_screen(&self, css: &str) -> bool {
+        let v = self
+            .run(&format!(
+                "var e=document.querySelector({css:?});if(!e)return false;\
+                 var r=e.getBoundingClientRect();\
+                 return r.height>0&&r.top>=0&&r.bottom<=window.innerHeight&&r.right<=window.innerWidth"
+            ))
+            .await;
+        v.as_bool() == Some(true)
+    }
+
+    /// The value of the browser's cookie `name` for the page's site (the
+    /// driver sees `HttpOnly` cookies too), if it has one.
+    pub async fn cookie(&self, name: &str) -> Option<String> {
+        let v = self
+            .try_call("GET", &self.s(&format!("/cookie/{name}")), Value::Null)
+            .await
+            .ok()?;
+        v["value"].as_str().map(String::from)
     }
 
     /// Save a PNG of the window as `target/browser-screenshots/{name}.png`.
