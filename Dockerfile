@@ -39,15 +39,20 @@ RUN apt-get update \
  && rm -rf /var/lib/apt/lists/* \
  && useradd --system --uid 10001 --create-home --home-dir /var/lib/calllock calllock
 COPY --from=build /src/target/release/calllock /usr/local/bin/calllock
+COPY scripts/docker-entrypoint /usr/local/bin/docker-entrypoint
 COPY --from=build /opt/calllock/speech/whisper/ggml-tiny.en-q8_0.bin /opt/calllock/speech/whisper/ggml-tiny.en-q8_0.bin
 ENV CALLLOCK_SPEECH_DIR=/opt/calllock/speech \
     CALLLOCK_DATABASE=/var/lib/calllock/calllock.db \
     PORT=8765 \
     CALLLOCK_LOG=info \
     CALLLOCK_LOG_FORMAT=json
-USER calllock
+# The container starts as root only to hand the data folder to `calllock`
+# (a fresh Fly volume is mounted root-owned; SQLite could not create the
+# database there), then the entrypoint drops to that user: the server never
+# runs as root. `docker run --user calllock` works as well.
 WORKDIR /var/lib/calllock
 VOLUME /var/lib/calllock
+ENTRYPOINT ["docker-entrypoint"]
 EXPOSE 8765
 HEALTHCHECK --interval=15s --timeout=3s --start-period=10s CMD ["calllock", "health"]
 # SIGTERM drains: no new calls, live calls get serve.shutdown_grace_s (120 s)

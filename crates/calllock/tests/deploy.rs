@@ -1,7 +1,8 @@
 //! The deployment files agree with the program: `fly.toml` and the
 //! `Dockerfile` point at the port `serve` listens on and the health check it
-//! answers, give the graceful drain its time, run as a non-root user, and
-//! build from registries only; `calllock health` is the container's check.
+//! answers, give the graceful drain its time, run as a non-root user (the
+//! entrypoint hands a root-owned volume to that user first), and build
+//! from registries only; `calllock health` is the container's check.
 //! `docker build` itself runs where a Docker engine answers (SKIP, with
 //! the reason, where none does — Docker is optional, as the issue says).
 
@@ -74,7 +75,12 @@ fn the_dockerfile_runs_serve_as_a_non_root_user_with_a_health_check() {
     assert!(!run.contains("cargo "), "no toolchain at run time");
     assert!(run.contains(&format!("EXPOSE {port}")));
     assert!(run.contains(&format!("PORT={port}")));
-    assert!(run.contains("USER calllock") && run.contains("useradd --system"));
+    // Started as root only to hand the volume to `calllock`; the
+    // entrypoint then drops to it (a_root_owned_volume_is_handed_…).
+    assert!(run.contains("useradd --system --uid 10001"));
+    assert!(run.contains("COPY scripts/docker-entrypoint /usr/local/bin/docker-entrypoint"));
+    assert!(run.contains(r#"ENTRYPOINT ["docker-entrypoint"]"#));
+    assert!(!run.contains("\nUSER root"));
     assert!(run.contains(r#"HEALTHCHECK"#) && run.contains(r#"CMD ["calllock", "health"]"#));
     assert!(run.contains(r#"CMD ["calllock", "serve", "--bind", "0.0.0.0"]"#));
     // The Flite libraries the binary links (libflite1) are installed.
@@ -133,6 +139,68 @@ fn docker_build_works_where_docker_runs() {
         .unwrap();
     assert!(
         out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Issue 22, finding 9: a fresh Fly volume is mounted owned by root, and
+/// the server (a non-root user) could not create its database on it. The
+/// image's entrypoint, started as root, hands the folder to the user and
+/// runs the command as that user. Here with `nobody` standing in for
+/// `calllock` (this machine has no such user).
+#[test]
+fn a_root_owned_volume_is_handed_to_the_server_user() {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    // Who we are: `id -u`.
+    let me = Command::new("id").arg("-u").output().unwrap();
+    if String::from_utf8_lossy(&me.stdout).trim() != "0" {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI runs as root and must run this test"
+        );
+        eprintln!("SKIP a_root_owned_volume_is_handed_to_the_server_user: not root");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    // /var/lib in the image: others may pass through it.
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let volume = dir.path().join("volume");
+    std::fs::create_dir(&volume).unwrap();
+    assert_eq!(
+        std::fs::metadata(&volume).unwrap().uid(),
+        0,
+        "root-owned, as Fly mounts it"
+    );
+    let run = |script: &str| {
+        Command::new(repo().join("scripts/docker-entrypoint"))
+            .args(["sh", "-c", script])
+            .env("CALLLOCK_USER", "nobody")
+            .env("CALLLOCK_DATA_DIR", &volume)
+            .output()
+            .unwrap()
+    };
+    // What the server does at its first start: create its database file.
+    let out = run(r#"id -u && echo db > "$CALLLOCK_DATA_DIR/calllock.db""#);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let nobody = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    assert_ne!(nobody, "0", "the command does not run as root");
+    let uid: u32 = nobody.parse().unwrap();
+    assert_eq!(std::fs::metadata(&volume).unwrap().uid(), uid);
+    assert_eq!(
+        std::fs::metadata(volume.join("calllock.db")).unwrap().uid(),
+        uid
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("giving"));
+    // The next start finds it theirs already and says nothing.
+    let out = run("true");
+    assert!(out.status.success());
+    assert!(
+        out.stderr.is_empty(),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
