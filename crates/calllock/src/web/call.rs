@@ -73,7 +73,7 @@ pub(super) async fn page(
     let _ = write!(
         body,
         "<section><h2>Details</h2><dl><dt>status</dt><dd>{}</dd>\
-         <dt>ended at</dt><dd>{} <code>{}</code></dd><dt>outcome</dt><dd><code>{}</code> {}</dd>\
+         <dt>last step</dt><dd>{} <code>{}</code></dd><dt>outcome</dt><dd><code>{}</code> {}</dd>\
          <dt>revenue</dt><dd>{}</dd><dt>call id</dt><dd><code>{}</code></dd></dl></section>",
         match summary.status {
             CallStatus::Active => "<span class=\"pill live\">live</span>",
@@ -318,7 +318,7 @@ fn transcript(events: &[StoredEvent], start: f64) -> String {
             "caller" => {
                 let _ = write!(
                     out,
-                    "<tr><td>{}</td><td class=\"caller\">Caller</td><td>{}</td></tr>",
+                    "<tr><td class=\"nowrap\">{}</td><td class=\"caller\">Caller</td><td>{}</td></tr>",
                     offset(e, start),
                     esc(text)
                 );
@@ -333,7 +333,7 @@ fn transcript(events: &[StoredEvent], start: f64) -> String {
                 };
                 let _ = write!(
                     out,
-                    "<tr><td>{}</td><td class=\"agent\">Agent</td><td>{}{mark}</td></tr>",
+                    "<tr><td class=\"nowrap\">{}</td><td class=\"agent\">Agent</td><td>{}{mark}</td></tr>",
                     offset(e, start),
                     esc(text)
                 );

@@ -77,26 +77,27 @@ fn tags(record: Option<&Value>) -> String {
 }
 
 /// The conversation's states in an owner's words: where a call was, or
-/// where it ended (`safety_exit` → "emergency: caller sent out").
+/// where it ended (`safety_exit` → "emergency instructions"), as in
+/// "the caller hung up during the {words}".
 pub(crate) fn state_words(state: &str) -> String {
     match state {
         "welcome" => "greeting".into(),
-        "non_service" => "not a service call".into(),
-        "lookup" => "looking up the caller".into(),
-        "follow_up" => "following up an earlier call".into(),
-        "manage_booking" => "changing an appointment".into(),
+        "non_service" => "non-service question".into(),
+        "lookup" => "caller lookup".into(),
+        "follow_up" => "follow-up on an earlier call".into(),
+        "manage_booking" => "appointment change".into(),
         "safety" => "safety question".into(),
-        "safety_exit" => "emergency: caller sent out".into(),
-        "service_area" => "service area check".into(),
-        "discovery" => "taking the details".into(),
-        "urgency" => "how urgent".into(),
+        "safety_exit" => "emergency instructions".into(),
+        "service_area" => "service-area check".into(),
+        "discovery" => "questions about the problem".into(),
+        "urgency" => "urgency question".into(),
         "urgency_callback" => "urgent callback".into(),
-        "pre_confirm" => "confirming the details".into(),
+        "pre_confirm" => "read-back of the details".into(),
         "booking" => "booking".into(),
-        "booking_failed" => "booking failed".into(),
-        "confirm" => "done".into(),
-        "callback" => "callback promised".into(),
-        "" => "not started".into(),
+        "booking_failed" => "failed booking".into(),
+        "confirm" => "confirmation".into(),
+        "callback" => "callback promise".into(),
+        "" => "start".into(),
         other => other.replace('_', " "),
     }
 }
@@ -151,10 +152,10 @@ pub(crate) fn outcome_words(
             "Hung up after the booking failed".into()
         }
         "customer_hangup" => format!(
-            "The caller hung up (at the {})",
+            "The caller hung up during the {}",
             state_words(&c.final_state)
         ),
-        "" => format!("Ended at the {}", state_words(&c.final_state)),
+        "" => format!("Ended during the {}", state_words(&c.final_state)),
         other => other.replace('_', " "),
     }
 }
@@ -186,11 +187,11 @@ fn row(c: &CallSummary, record: Option<&Value>, business: &BusinessProfile) -> S
     };
     format!(
         "<tr><td data-label=\"When\"><a href=\"/calls/{id}\">{start}</a></td>\
-         <td data-label=\"Caller\">{name}<br>{phone}</td>\
+         <td data-label=\"Caller\">{name}<br><span class=\"nowrap\">{phone}</span></td>\
          <td data-label=\"What happened\">{outcome}{tags}</td>\
          <td data-label=\"Problem\">{problem}</td>\
          <td data-label=\"Priority\"><span class=\"pill {color}\">{priority}</span></td>\
-         <td data-label=\"Length\">{duration}</td></tr>",
+         <td data-label=\"Length\" class=\"nowrap\">{duration}</td></tr>",
         id = esc(&c.call_id),
         start = esc(&html::local_time(business, c.started_at)),
         phone = esc(&c.phone),
@@ -263,7 +264,7 @@ fn filters(params: &HashMap<String, String>, business: &BusinessProfile) -> Stri
         states.push_str(&option(
             "final_state",
             s,
-            &format!("ended at: {}", state_words(s)),
+            &format!("ended during: {}", state_words(s)),
         ));
     }
     format!(

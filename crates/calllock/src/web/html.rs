@@ -82,9 +82,12 @@ pub fn local_day_start(business: &BusinessProfile, day: NaiveDate) -> i64 {
 
 /// The dashboard's style sheet. Nothing may make the page wider than the
 /// window (1024 px, a phone's 390 px): long words wrap anywhere, pictures
-/// shrink, wide tables scroll inside their own box (`.scroll`), and the
-/// calls list turns into one card per call on a narrow screen
-/// (`table.cards`, each cell labelled by its `data-label`).
+/// shrink, wide tables scroll inside their own box (`.scroll`; on a narrow
+/// screen every other table as well), and the calls list turns into one
+/// card per call on a narrow screen
+/// (`table.cards`, each cell labelled by its `data-label`). Short labels
+/// that must not break mid-word (`2.5s`, "Agent", a phone number) are
+/// `.nowrap`.
 const CSS: &str = "\
 *{box-sizing:border-box}\
 body{font:15px/1.4 system-ui,sans-serif;margin:0;color:#1b1f24;background:#f6f7f9}\
@@ -96,12 +99,13 @@ main{padding:1rem;max-width:72rem;margin:auto}\
 .scroll{overflow-x:auto;max-width:100%}\
 table{border-collapse:collapse;width:100%;background:#fff}\
 th,td{text-align:left;padding:.35rem .5rem;border-bottom:1px solid #e3e6ea;vertical-align:top;overflow-wrap:anywhere}\
-th{font-weight:600;background:#eef1f4}\
+th{font-weight:600;background:#eef1f4;overflow-wrap:normal}\
+.nowrap,.pill,button{white-space:nowrap;overflow-wrap:normal}\
 svg{max-width:100%;height:auto}\
 .pill{display:inline-block;padding:0 .45rem;border-radius:.6rem;font-size:.85em;background:#e3e6ea}\
 .red{background:#f8d0d0}.green{background:#d3f0d3}.blue{background:#d5e5f7}.gray{background:#e3e6ea}\
 .live{background:#ffe08a}\
-.agent{color:#14324a}.caller{color:#5b2c06}.cut{color:#a00;font-size:.85em}\
+.agent{color:#14324a}.caller{color:#5b2c06}td.agent,td.caller{white-space:nowrap}.cut{color:#a00;font-size:.85em}\
 .note{color:#667;font-size:.9em}\
 form.filters{display:flex;gap:.5rem;flex-wrap:wrap;margin-bottom:.8rem}\
 form.filters input,form.filters select,button{font:inherit;padding:.25rem .4rem;max-width:100%}\
@@ -115,6 +119,7 @@ pre{white-space:pre-wrap;overflow-wrap:anywhere;margin:0}\
 @media (max-width:760px){\
 table.cards,table.cards tbody,table.cards tr,table.cards td{display:block;width:auto}\
 table.cards tr.head{display:none}\
+table:not(.cards){display:block;overflow-x:auto}\
 table.cards tr{background:#fff;border:1px solid #d5d9de;border-radius:.4rem;margin:.5rem 0;padding:.3rem 0}\
 table.cards td{border:0;padding:.1rem .6rem}\
 table.cards td[data-label]::before{content:attr(data-label) \": \";color:#556;font-size:.85em}\
