@@ -15,6 +15,23 @@
 //! across restarts, in order per call, by one worker at a time (leases;
 //! `SKIP LOCKED` on PostgreSQL).
 //!
+//! ## Alerts never wait behind a job
+//!
+//! An emergency alert (a gas leak) must reach the owner even while the
+//! dashboard rejects the job of the same call. The outbox keeps alerts in
+//! their own lane ([`store::OutboxLane`]): a call's order holds within a
+//! lane only, and [`OutboxWorker::run`] drives the two lanes as two
+//! independent loops, so a failing — or hanging — ordinary delivery never
+//! delays an alert's next attempt.
+//!
+//! ## Telling the operator the truth
+//!
+//! [`explain_waits`] says, for each waiting item, when it will really be
+//! attempted next and why not sooner (behind another item of its call,
+//! backing off after failures, leased to a worker, or due now);
+//! [`OutboxWorker::retry_now`] attempts one item at once and reports what
+//! happened, or why it could not be attempted.
+//!
 //! Dashboard requests carry `X-Webhook-Secret`, the D-17
 //! `X-Webhook-Signature` (HMAC-SHA256 of the body) and an `Idempotency-Key`
 //! (the outbox item id), so a receiver can drop the duplicate that an
@@ -415,6 +432,111 @@ pub fn transcript_dump_lines(outcome: &Outcome) -> Vec<String> {
     chunk_transcript_dump(&transcript_dump(outcome), 3500)
 }
 
+use store::{OutboxClaim, OutboxItem, OutboxLane};
+
+/// What [`OutboxWorker::retry_now`] did.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RetryOutcome {
+    /// Attempted and accepted (the target's answer).
+    Delivered(Value),
+    /// Attempted and refused: why, and when the worker tries again.
+    Failed {
+        error: String,
+        next_attempt_unix: f64,
+    },
+    /// Not attempted: why (waits behind another item, being attempted
+    /// by a worker right now).
+    Cannot(String),
+    /// No such item waits (never existed, or delivered / given up since).
+    NotWaiting(String),
+}
+
+/// Why a waiting item has not been delivered yet, and when it is
+/// really attempted next.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Wait {
+    pub item: OutboxItem,
+    /// The earliest time (Unix seconds) a worker can attempt it; at or
+    /// before `now` when it is due.
+    pub next_attempt_unix: f64,
+    pub why: WaitReason,
+}
+
+/// The reason in a [`Wait`].
+#[derive(Debug, Clone, PartialEq)]
+pub enum WaitReason {
+    /// Not attempted before this earlier item of its call and lane is
+    /// delivered or given up.
+    Behind(Box<OutboxItem>),
+    /// A worker holds it (an attempt is under way) until `until`; if the
+    /// worker stops, another takes it over then.
+    Leased { owner: String, until: f64 },
+    /// The last attempt failed; not tried again before its next attempt.
+    BackingOff { attempts: i64, error: String },
+    /// Due: the worker attempts it on its next pass.
+    Due,
+}
+
+/// For each pending item (as [`store::Store::outbox_pending`] lists them),
+/// when it is really attempted next and why not before — the same rules
+/// the claim applies (lanes, per-call order, leases, backoff).
+pub fn explain_waits(pending: Vec<OutboxItem>, now: f64) -> Vec<Wait> {
+    use std::collections::HashMap;
+    // The first pending item of each call and lane holds up the others.
+    let mut heads: HashMap<(String, OutboxLane), OutboxItem> = HashMap::new();
+    for it in &pending {
+        let key = (it.call_id.clone(), it.kind.lane());
+        match heads.get(&key) {
+            Some(h) if h.seq <= it.seq => {}
+            _ => {
+                heads.insert(key, it.clone());
+            }
+        }
+    }
+    let own = |it: &OutboxItem| -> (f64, WaitReason) {
+        match (&it.lease_owner, it.lease_until) {
+            (Some(owner), Some(until)) if until >= now => (
+                until.max(it.next_attempt_unix),
+                WaitReason::Leased {
+                    owner: owner.clone(),
+                    until,
+                },
+            ),
+            _ if it.next_attempt_unix > now => (
+                it.next_attempt_unix,
+                WaitReason::BackingOff {
+                    attempts: it.attempts,
+                    error: it.last_error.clone(),
+                },
+            ),
+            _ => (it.next_attempt_unix.min(now), WaitReason::Due),
+        }
+    };
+    pending
+        .into_iter()
+        .map(|item| {
+            let head = heads
+                .get(&(item.call_id.clone(), item.kind.lane()))
+                .filter(|h| h.id != item.id);
+            let (next, why) = match head {
+                Some(h) => {
+                    let (head_next, _) = own(h);
+                    (
+                        head_next.max(item.next_attempt_unix),
+                        WaitReason::Behind(Box::new(h.clone())),
+                    )
+                }
+                None => own(&item),
+            };
+            Wait {
+                item,
+                next_attempt_unix: next,
+                why,
+            }
+        })
+        .collect()
+}
+
 /// What one pass of the outbox worker did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct DrainReport {
@@ -437,56 +559,156 @@ pub struct OutboxWorker {
 }
 
 impl OutboxWorker {
-    /// Claim what is due at `now` and attempt each item once.
+    /// Claim what is due at `now` and attempt each item once: the alert
+    /// lane first, then the others.
     pub async fn drain_once(&self, now: f64) -> Result<DrainReport, store::StoreError> {
+        let a = self.drain_lane_once(OutboxLane::Alerts, now).await?;
+        let b = self.drain_lane_once(OutboxLane::Ordinary, now).await?;
+        Ok(DrainReport {
+            claimed: a.claimed + b.claimed,
+            delivered: a.delivered + b.delivered,
+            failed: a.failed + b.failed,
+        })
+    }
+
+    /// Claim what is due at `now` in `lane` and attempt each item once.
+    pub async fn drain_lane_once(
+        &self,
+        lane: OutboxLane,
+        now: f64,
+    ) -> Result<DrainReport, store::StoreError> {
         let items = self
             .store
-            .outbox_claim_due(&self.worker, now, self.lease_s, self.batch)
+            .outbox_claim_lane(lane, &self.worker, now, self.lease_s, self.batch)
             .await?;
         let mut report = DrainReport {
             claimed: items.len(),
             ..DrainReport::default()
         };
         for item in items {
-            match self.attempt(&item).await {
-                Ok(answer) => {
-                    // Link first: the call record cannot be claimed while
-                    // its job is still pending, so no worker sends it
-                    // without the ids in between.
-                    if item.kind == OutboxKind::Job {
-                        self.link_call_payload(&item.call_id, &answer).await;
-                    }
-                    let ours = self
-                        .store
-                        .outbox_mark_delivered(&item.id, &self.worker, &answer, now)
-                        .await?;
-                    if !ours {
-                        tracing::warn!(
-                            id = item.id,
-                            "delivered after the lease passed to another worker"
-                        );
-                    }
-                    report.delivered += 1;
-                }
-                Err(err) => {
-                    let next = now + self.backoff.delay_s(item.attempts + 1);
-                    tracing::warn!(id = item.id, call_id = item.call_id, kind = %item.kind, attempts = item.attempts + 1, error = %err, "outbox delivery failed; will retry");
-                    self.store
-                        .outbox_mark_failed(&item.id, &self.worker, &err, next)
-                        .await?;
-                    report.failed += 1;
-                }
+            match self.attempt_and_settle(&item, &self.worker, now).await? {
+                Ok(_) => report.delivered += 1,
+                Err(_) => report.failed += 1,
             }
         }
         Ok(report)
     }
 
+    /// Attempt `item` (leased to `worker`) once and record the outcome:
+    /// `Ok(answer)`, or `Err((error, next attempt time))`.
+    async fn attempt_and_settle(
+        &self,
+        item: &OutboxItem,
+        worker: &str,
+        now: f64,
+    ) -> Result<Result<Value, (String, f64)>, store::StoreError> {
+        match self.attempt(item).await {
+            Ok(answer) => {
+                // Link first: the call record cannot be claimed while its
+                // job is still pending, so no worker sends it without the
+                // ids in between.
+                if item.kind == OutboxKind::Job {
+                    self.link_call_payload(&item.call_id, &answer).await;
+                }
+                let ours = self
+                    .store
+                    .outbox_mark_delivered(&item.id, worker, &answer, now)
+                    .await?;
+                if !ours {
+                    tracing::warn!(
+                        id = item.id,
+                        "delivered after the lease passed to another worker"
+                    );
+                }
+                Ok(Ok(answer))
+            }
+            Err(err) => {
+                let next = now + self.backoff.delay_s(item.attempts + 1);
+                tracing::warn!(id = item.id, call_id = item.call_id, kind = %item.kind, attempts = item.attempts + 1, error = %err, "outbox delivery failed; will retry");
+                self.store
+                    .outbox_mark_failed(&item.id, worker, &err, next)
+                    .await?;
+                Ok(Err((err, next)))
+            }
+        }
+    }
+
+    /// Attempt the waiting item `id` now, whatever its next attempt time
+    /// (the operator's "retry now"), and say what happened. It is attempted
+    /// only when no worker holds it and nothing of its call and lane is
+    /// ahead of it — the order a worker keeps too.
+    pub async fn retry_now(&self, id: &str, now: f64) -> Result<RetryOutcome, store::StoreError> {
+        let worker = format!("{} (retry now)", self.worker);
+        let item = match self
+            .store
+            .outbox_claim_item(id, &worker, now, self.lease_s)
+            .await?
+        {
+            OutboxClaim::Claimed(item) => item,
+            OutboxClaim::NotWaiting(None) => {
+                return Ok(RetryOutcome::NotWaiting(format!("no delivery {id} waits")))
+            }
+            OutboxClaim::NotWaiting(Some(it)) => {
+                return Ok(RetryOutcome::NotWaiting(format!(
+                    "the {} of call {} is {} already",
+                    it.kind, it.call_id, it.status
+                )))
+            }
+            OutboxClaim::Leased(it) => {
+                let owner = it.lease_owner.as_deref().unwrap_or("a worker");
+                return Ok(RetryOutcome::Cannot(format!(
+                    "{owner} is attempting it right now (its lease ends in {})",
+                    in_seconds(it.lease_until.unwrap_or(now) - now)
+                )));
+            }
+            OutboxClaim::Behind(ahead) => {
+                let why = if ahead.last_error.is_empty() {
+                    "not attempted yet".to_string()
+                } else {
+                    format!(
+                        "failed {} time{}: {}",
+                        ahead.attempts,
+                        if ahead.attempts == 1 { "" } else { "s" },
+                        ahead.last_error
+                    )
+                };
+                return Ok(RetryOutcome::Cannot(format!(
+                    "it waits behind the {} of the same call ({}; {why}), which must be delivered first — retry that one",
+                    ahead.kind, ahead.id
+                )));
+            }
+        };
+        tracing::info!(id, kind = %item.kind, call_id = item.call_id, "an outbox delivery is attempted now (operator)");
+        Ok(match self.attempt_and_settle(&item, &worker, now).await? {
+            Ok(answer) => RetryOutcome::Delivered(answer),
+            Err((error, next_attempt_unix)) => RetryOutcome::Failed {
+                error,
+                next_attempt_unix,
+            },
+        })
+    }
+
     /// Keep draining until nothing is due (`now` from `clock`); returns the
     /// totals. Used by `calllock outbox deliver` and after recovery.
     pub async fn drain_due(&self, clock: &Clock) -> Result<DrainReport, store::StoreError> {
+        let a = self.drain_lane_due(OutboxLane::Alerts, clock).await?;
+        let b = self.drain_lane_due(OutboxLane::Ordinary, clock).await?;
+        Ok(DrainReport {
+            claimed: a.claimed + b.claimed,
+            delivered: a.delivered + b.delivered,
+            failed: a.failed + b.failed,
+        })
+    }
+
+    /// [`OutboxWorker::drain_due`] for one lane.
+    pub async fn drain_lane_due(
+        &self,
+        lane: OutboxLane,
+        clock: &Clock,
+    ) -> Result<DrainReport, store::StoreError> {
         let mut total = DrainReport::default();
         loop {
-            let r = self.drain_once(clock()).await?;
+            let r = self.drain_lane_once(lane, clock()).await?;
             total.claimed += r.claimed;
             total.delivered += r.delivered;
             total.failed += r.failed;
@@ -496,16 +718,25 @@ impl OutboxWorker {
         }
     }
 
-    /// Run until `stop` is set, polling every `poll`.
-    pub async fn run(
-        self,
-        clock: Clock,
+    /// Run until `stop` is set, polling every `poll`: the alert lane and
+    /// the others as two independent loops (see the module docs).
+    pub async fn run(self, clock: Clock, poll: Duration, stop: tokio::sync::watch::Receiver<bool>) {
+        tokio::join!(
+            self.run_lane(OutboxLane::Alerts, &clock, poll, stop.clone()),
+            self.run_lane(OutboxLane::Ordinary, &clock, poll, stop),
+        );
+    }
+
+    async fn run_lane(
+        &self,
+        lane: OutboxLane,
+        clock: &Clock,
         poll: Duration,
         mut stop: tokio::sync::watch::Receiver<bool>,
     ) {
         loop {
-            if let Err(e) = self.drain_due(&clock).await {
-                tracing::warn!(error = %e, "outbox pass failed");
+            if let Err(e) = self.drain_lane_due(lane, clock).await {
+                tracing::warn!(error = %e, ?lane, "outbox pass failed");
             }
             tokio::select! {
                 _ = tokio::time::sleep(poll) => {}
@@ -577,6 +808,23 @@ impl OutboxWorker {
                 }
             }
         }
+    }
+}
+
+/// `seconds` from now as a person reads it: "42 s", "600 s (10 min)",
+/// "7200 s (2 h)" — relative, so no time zone is involved.
+pub fn in_seconds(seconds: f64) -> String {
+    let s = if seconds.is_finite() {
+        seconds.max(0.0).round()
+    } else {
+        0.0
+    };
+    if s < 120.0 {
+        format!("{s:.0} s")
+    } else if s < 7_200.0 {
+        format!("{s:.0} s ({:.0} min)", (s / 60.0).round())
+    } else {
+        format!("{s:.0} s ({:.0} h)", (s / 3_600.0).round())
     }
 }
 

@@ -4,6 +4,14 @@
 //! client over loopback HTTP to a fake dashboard that goes down, a real
 //! outbox in SQLite (and PostgreSQL when it is reachable), virtual
 //! wall-clock time for the backoff so ten minutes pass in a moment.
+//!
+//! And what the operator sees (issue 22): an emergency alert is delivered
+//! while the job of its call keeps failing; `/outbox` says when each item
+//! is really attempted next and why it waits; "retry now" attempts the
+//! delivery and answers with what happened — on a real `calllock serve`.
+
+#[path = "support/served.rs"]
+mod served;
 
 use agent::responder::ScriptedResponder;
 use agent::{BusinessProfile, Session, State};
@@ -141,8 +149,8 @@ fn kind_of(path: &str) -> &'static str {
 }
 
 /// Checks on what the dashboard received: every delivery exactly once
-/// (by idempotency key and by call + kind), job → call → alert per call,
-/// late call records linked to their job.
+/// (by idempotency key and by call + kind), job → call per call (the
+/// alert in its own lane), late call records linked to their job.
 fn check_deliveries(reqs: &[RecordedRequest], calls: usize) {
     let mut keys = BTreeSet::new();
     let mut per_call: BTreeMap<String, Vec<&'static str>> = BTreeMap::new();
@@ -172,12 +180,12 @@ fn check_deliveries(reqs: &[RecordedRequest], calls: usize) {
     assert_eq!(per_call.len(), calls, "{per_call:?}");
     for (i, (call, kinds)) in per_call.iter().enumerate() {
         let n: usize = call.trim_start_matches("CA-outage-").parse().unwrap();
-        let want: &[&str] = if n.is_multiple_of(3) {
-            &["job", "call", "alert"]
-        } else {
-            &["job", "call"]
-        };
-        assert_eq!(kinds, want, "call #{i} {call}");
+        // The job before its call record (which links to it); the alert
+        // travels in its own lane, in no order with them.
+        let ordinary: Vec<&str> = kinds.iter().copied().filter(|k| *k != "alert").collect();
+        assert_eq!(ordinary, ["job", "call"], "call #{i} {call}");
+        let alerts = kinds.iter().filter(|k| **k == "alert").count();
+        assert_eq!(alerts, usize::from(n.is_multiple_of(3)), "call #{i} {call}");
     }
 }
 
@@ -350,4 +358,395 @@ async fn garbage_answers_never_lose_a_delivery() {
             assert!(item.next_attempt_unix > T0 + 1.0, "case {i}: no backoff");
         }
     }
+}
+
+/// A safety-exit call (gas leak) while the dashboard is down: its job, call
+/// record and emergency alert all wait in the outbox.
+async fn gas_leak_queued(store: &store::Store, fake: &FakeHttp, vc: &VirtualClock) {
+    let dash = dashboard_client(fake);
+    fake.stop();
+    tokio::task::yield_now().await;
+    let post = post_call(store, dash, vc.clock());
+    let mut o = outcome(0, vc.now());
+    assert_eq!(o.session.state, State::SafetyExit);
+    post.handle_call_ended(&mut o, false).await;
+    assert_eq!(store.outbox_pending().await.unwrap().len(), 3);
+}
+
+/// Issue 22: with the dashboard rejecting jobs, the gas-leak alert queued
+/// behind the call's job was never attempted (per-call order held it).
+/// Alerts travel in their own lane: the worker delivers it on its first
+/// pass while the job keeps failing, and the call record still waits for
+/// its job.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_emergency_alert_is_not_held_behind_a_failing_job() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = store::Store::open(&dir.path().join("gas.db"))
+        .await
+        .unwrap();
+    let fake = dashboard_fake();
+    let vc = VirtualClock::new();
+    gas_leak_queued(&store, &fake, &vc).await;
+    // Back up, but the jobs endpoint fails.
+    fake.set(
+        "/jobs",
+        vec![FakeResponse::json(503, json!({"error": "jobs are down"}))],
+    );
+    fake.restart().unwrap();
+    tokio::task::yield_now().await;
+    let w = worker(&store, dashboard_client(&fake), "worker-0");
+    for _ in 0..3 {
+        vc.advance(400.0);
+        w.drain_once(vc.now()).await.unwrap();
+    }
+    assert_eq!(fake.count("/alerts"), 1, "the alert went out once");
+    assert!(fake.count("/jobs") >= 3, "the job was retried");
+    assert_eq!(fake.count("/calls"), 0, "the call record waits for its job");
+    let items = store.outbox_for_call("CA-outage-000").await.unwrap();
+    let status = |k: store::OutboxKind| items.iter().find(|i| i.kind == k).unwrap().status;
+    assert_eq!(
+        status(store::OutboxKind::Alert),
+        store::OutboxStatus::Delivered
+    );
+    assert_eq!(status(store::OutboxKind::Job), store::OutboxStatus::Pending);
+    assert_eq!(
+        status(store::OutboxKind::Call),
+        store::OutboxStatus::Pending
+    );
+}
+
+/// The running worker (`OutboxWorker::run`, as `calllock serve` starts it)
+/// delivers an alert while an ordinary delivery of another call hangs: the
+/// lanes are separate loops. The job's answer never comes (the fake holds
+/// it past the client's timeout, which the test sets long), so the alert
+/// must be delivered while the job's attempt is still in flight (its
+/// attempt not yet counted); waits on the store, bounded generously.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_alert_goes_out_while_a_job_delivery_hangs() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = store::Store::open(&dir.path().join("hang.db"))
+        .await
+        .unwrap();
+    let fake = dashboard_fake();
+    let hang = std::time::Duration::from_secs(3600);
+    fake.set(
+        "/jobs",
+        vec![FakeResponse::delay(
+            hang,
+            FakeResponse::json(200, json!({"success": true})),
+        )],
+    );
+    let sleeper: providers::dashboard::Sleeper = Arc::new(|_| Box::pin(async {}));
+    let dash = Arc::new(
+        DashboardClient::new(DashboardConfig {
+            jobs_url: format!("{}/jobs", fake.url()),
+            calls_url: format!("{}/calls", fake.url()),
+            alerts_url: format!("{}/alerts", fake.url()),
+            webhook_secret: "s3cret".into(),
+            user_email: "owner@example.com".into(),
+            timeout: hang,
+            ..DashboardConfig::default()
+        })
+        .unwrap()
+        .with_sleeper(sleeper),
+    );
+    let now = calllock::delivery::system_clock()();
+    let enqueue = |call: &str, kind: store::OutboxKind, path: &str| {
+        let item = store::NewOutboxItem {
+            call_id: call.into(),
+            kind,
+            target_url: format!("{}{path}", fake.url()),
+            payload: json!({"call_id": call}),
+        };
+        let store = store.clone();
+        async move { store.outbox_enqueue(&item, now).await.unwrap() }
+    };
+    let job = enqueue("CA_a_slow", store::OutboxKind::Job, "/jobs").await;
+    let alert = enqueue("CA_gas", store::OutboxKind::Alert, "/alerts").await;
+    let (stop, rx) = tokio::sync::watch::channel(false);
+    let w = worker(&store, dash, "worker-run");
+    let running = tokio::spawn(w.run(
+        calllock::delivery::system_clock(),
+        std::time::Duration::from_millis(50),
+        rx,
+    ));
+    let limit = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let it = store.outbox_item(&alert).await.unwrap().unwrap();
+        if it.status == store::OutboxStatus::Delivered {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < limit,
+            "the alert waited: {it:?}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    assert_eq!(fake.count("/alerts"), 1);
+    let j = store.outbox_item(&job).await.unwrap().unwrap();
+    assert_eq!(
+        (j.status, j.attempts),
+        (store::OutboxStatus::Pending, 0),
+        "the job's attempt is still in flight: {j:?}"
+    );
+    let _ = stop.send(true);
+    running.abort();
+}
+
+const OPERATOR_PASSWORD: &str = "outbox password";
+
+/// A signed-in operator of a real `calllock serve` whose dashboard is
+/// `fake`: its cookie and CSRF token. The server's own worker polls once an
+/// hour, so only the test moves the outbox.
+async fn operator(fake: &FakeHttp) -> (served::Served, reqwest::Client, String, String) {
+    let hash = calllock::operator::hash_password(OPERATOR_PASSWORD).unwrap();
+    let url = fake.url();
+    let s = served::serve_with(|c| {
+        c.serve.operator_password_hash = hash;
+        c.outbox.poll_s = 3600.0;
+        c.dashboard.jobs_url = format!("{url}/jobs");
+        c.dashboard.calls_url = format!("{url}/calls");
+        c.dashboard.alerts_url = format!("{url}/alerts");
+        c.dashboard.webhook_secret = "s3cret".into();
+        c.dashboard.user_email = "owner@example.com".into();
+    })
+    .await;
+    let client = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let base = format!("http://{}", s.server.addr);
+    let r = client
+        .post(format!("{base}/login"))
+        .form(&[("password", OPERATOR_PASSWORD)])
+        .send()
+        .await
+        .unwrap();
+    let cookie = r.headers()["set-cookie"]
+        .to_str()
+        .unwrap()
+        .split(';')
+        .next()
+        .unwrap()
+        .to_string();
+    let session: Value = client
+        .get(format!("{base}/api/session"))
+        .header("cookie", &cookie)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let csrf = session["csrf"].as_str().unwrap().to_string();
+    (s, client, cookie, csrf)
+}
+
+fn wall_now() -> f64 {
+    calllock::delivery::system_clock()()
+}
+
+/// Enqueue `kind` for `call` at the fake's path, due now.
+async fn queue(
+    store: &store::Store,
+    fake: &FakeHttp,
+    call: &str,
+    kind: store::OutboxKind,
+) -> String {
+    let path = match kind {
+        store::OutboxKind::Job => "/jobs",
+        store::OutboxKind::Call => "/calls",
+        _ => "/alerts",
+    };
+    store
+        .outbox_enqueue(
+            &store::NewOutboxItem {
+                call_id: call.into(),
+                kind,
+                target_url: format!("{}{path}", fake.url()),
+                payload: json!({"call_id": call}),
+            },
+            wall_now(),
+        )
+        .await
+        .unwrap()
+}
+
+/// Fail `id` `n` times with `error`, the next attempt `next_in` s away.
+async fn fail(store: &store::Store, id: &str, n: usize, error: &str, next_in: f64) {
+    for _ in 0..n {
+        let now = wall_now();
+        match store
+            .outbox_claim_item(id, "test", now, 60.0)
+            .await
+            .unwrap()
+        {
+            store::OutboxClaim::Claimed(_) => {}
+            other => panic!("cannot claim {id}: {other:?}"),
+        }
+        assert!(store
+            .outbox_mark_failed(id, "test", error, now + next_in)
+            .await
+            .unwrap());
+    }
+}
+
+/// The table row of the page that names `needle` (a call id).
+fn row_of<'a>(page: &'a str, needle: &str) -> Vec<&'a str> {
+    page.split("<tr>").filter(|r| r.contains(needle)).collect()
+}
+
+/// Issue 22: with the dashboard down, a gas-leak alert queued behind a
+/// failing job showed "due now" though nothing would attempt it. The page
+/// now says, per item, when it is really attempted next and why not
+/// sooner: behind the failing job (and when that one is retried), backing
+/// off after its failures (with the error), leased to a worker, or due on
+/// the worker's next pass — the alert due at once, in its own lane.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_outbox_page_says_when_and_why_each_item_waits() {
+    let fake = dashboard_fake();
+    let (s, client, cookie, _) = operator(&fake).await;
+    let store = s.server.store().clone();
+    let job = queue(&store, &fake, "CA_gas", store::OutboxKind::Job).await;
+    queue(&store, &fake, "CA_gas", store::OutboxKind::Call).await;
+    queue(&store, &fake, "CA_gas", store::OutboxKind::Alert).await;
+    fail(&store, &job, 3, "the dashboard answered 503", 600.0).await;
+    let leased = queue(&store, &fake, "CA_busy", store::OutboxKind::Job).await;
+    let now = wall_now();
+    match store
+        .outbox_claim_item(&leased, "worker-x", now, 900.0)
+        .await
+        .unwrap()
+    {
+        store::OutboxClaim::Claimed(_) => {}
+        other => panic!("{other:?}"),
+    }
+
+    let page = client
+        .get(format!("http://{}/outbox", s.server.addr))
+        .header("cookie", &cookie)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let gas = row_of(&page, "CA_gas");
+    assert_eq!(gas.len(), 3, "{page}");
+    let row = |kind: &str| {
+        gas.iter()
+            .find(|r| r.contains(&format!("<td>{kind}")))
+            .unwrap_or_else(|| panic!("no {kind} row in {page}"))
+            .to_string()
+    };
+    let (job_row, call_row, alert_row) = (row("job"), row("call"), row("alert"));
+    assert!(
+        job_row.contains("backing off after 3 failed attempts: the dashboard answered 503"),
+        "{job_row}"
+    );
+    assert!(
+        job_row.contains("in 59") || job_row.contains("in 600 s"),
+        "{job_row}"
+    );
+    assert!(
+        call_row.contains("waiting behind the job of the same call")
+            && call_row.contains("failed 3 times: the dashboard answered 503"),
+        "{call_row}"
+    );
+    assert!(
+        call_row.contains("in 59") || call_row.contains("in 600 s"),
+        "the call record goes after its job: {call_row}"
+    );
+    assert!(
+        alert_row.contains("due now — the worker tries it within 3600 s"),
+        "{alert_row}"
+    );
+    assert!(!alert_row.contains("behind"), "{alert_row}");
+    let busy = row_of(&page, "CA_busy").join("");
+    assert!(
+        busy.contains("leased by worker-x until in 9") && busy.contains("an attempt is under way"),
+        "{busy}"
+    );
+    s.server.stop().await;
+}
+
+/// Issue 22: "retry now" answered "retrying now" and attempted nothing.
+/// It now attempts the delivery at once and answers with what happened:
+/// delivered (the dashboard got it), failed (with the dashboard's error
+/// and when the worker tries again), or not attempted and why (behind
+/// another delivery of its call, or gone).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn retry_now_really_attempts_the_delivery() {
+    let fake = dashboard_fake();
+    fake.set(
+        "/jobs",
+        vec![FakeResponse::json(503, json!({"error": "jobs are down"}))],
+    );
+    let (s, client, cookie, csrf) = operator(&fake).await;
+    let store = s.server.store().clone();
+    let retry = |id: String| {
+        let (client, cookie, csrf) = (client.clone(), cookie.clone(), csrf.clone());
+        let url = format!("http://{}/api/outbox/{id}/retry", s.server.addr);
+        async move {
+            let r = client
+                .post(url)
+                .header("cookie", cookie)
+                .header("x-csrf-token", csrf)
+                .send()
+                .await
+                .unwrap();
+            let status = r.status().as_u16();
+            (status, r.json::<Value>().await.unwrap())
+        }
+    };
+    // An alert waiting an hour: delivered now.
+    let alert = queue(&store, &fake, "CA_gas", store::OutboxKind::Alert).await;
+    fail(&store, &alert, 1, "connection refused", 3600.0).await;
+    let (status, said) = retry(alert.clone()).await;
+    assert_eq!(status, 200, "{said}");
+    assert_eq!(said["outcome"], "delivered", "{said}");
+    assert_eq!(fake.count("/alerts"), 1, "the dashboard got the alert");
+    let it = store.outbox_item(&alert).await.unwrap().unwrap();
+    assert_eq!(it.status, store::OutboxStatus::Delivered);
+
+    // A job the dashboard refuses: attempted, and the answer says why.
+    let job = queue(&store, &fake, "CA_gas", store::OutboxKind::Job).await;
+    let (status, said) = retry(job.clone()).await;
+    assert_eq!(status, 200, "{said}");
+    assert_eq!(said["outcome"], "failed", "{said}");
+    assert!(said["error"].as_str().unwrap().contains("503"), "{said}");
+    assert!(
+        said["message"].as_str().unwrap().contains("tries again in"),
+        "{said}"
+    );
+    assert_eq!(fake.count("/jobs"), 1);
+    let it = store.outbox_item(&job).await.unwrap().unwrap();
+    assert_eq!((it.status, it.attempts), (store::OutboxStatus::Pending, 1));
+    assert!(it.next_attempt_unix > wall_now(), "backing off: {it:?}");
+
+    // Its call record cannot go before it: not attempted, and why.
+    let call = queue(&store, &fake, "CA_gas", store::OutboxKind::Call).await;
+    let (status, said) = retry(call).await;
+    assert_eq!(status, 409, "{said}");
+    let why = said["error"].as_str().unwrap();
+    assert!(
+        why.contains("waits behind the job of the same call"),
+        "{why}"
+    );
+    assert!(why.contains(&job) && why.contains("503"), "{why}");
+    assert_eq!(fake.count("/calls"), 0, "nothing was sent");
+
+    // Delivered already, or never there: 404 that says so.
+    let (status, said) = retry(alert).await;
+    assert_eq!(status, 404, "{said}");
+    assert!(
+        said["error"]
+            .as_str()
+            .unwrap()
+            .contains("delivered already"),
+        "{said}"
+    );
+    let (status, _) = retry("ob_nope".into()).await;
+    assert_eq!(status, 404);
+    s.server.stop().await;
 }

@@ -368,28 +368,48 @@ async fn outbox(
     Ok(axum::Json(json!({ "items": items })))
 }
 
+/// `POST /api/outbox/{id}/retry`: attempt the waiting delivery now and
+/// answer with what happened — `{"outcome": "delivered"}` or
+/// `{"outcome": "failed", "error", "next_attempt_at"}` (200 both: it was
+/// attempted), 409 with why it cannot be attempted now (it waits behind an
+/// earlier delivery of its call, or a worker is attempting it), 404 when
+/// no such delivery waits. `message` says it in words.
 async fn retry(
     State(app): State<Arc<App>>,
     headers: HeaderMap,
     id: Result<Path<String>, PathRejection>,
 ) -> Result<axum::Json<Value>, ApiError> {
+    use crate::delivery::RetryOutcome;
     authorized_change(&app, &headers)?;
     let id = path_of(id)?;
     let now = chrono::Utc::now().timestamp_millis() as f64 / 1000.0;
-    let due = app
-        .vendors
-        .store
-        .outbox_retry_now(&id, now)
-        .await
-        .map_err(store_failed)?;
-    if !due {
-        return Err(ApiError(
-            StatusCode::NOT_FOUND,
-            format!("no waiting delivery {id:?}"),
-        ));
+    let worker = app.vendors.outbox_worker(&app.cfg);
+    match worker.retry_now(&id, now).await.map_err(store_failed)? {
+        RetryOutcome::Delivered(answer) => Ok(axum::Json(json!({
+            "id": id,
+            "outcome": "delivered",
+            "message": "delivered just now",
+            "response": answer,
+        }))),
+        RetryOutcome::Failed {
+            error,
+            next_attempt_unix,
+        } => Ok(axum::Json(json!({
+            "id": id,
+            "outcome": "failed",
+            "error": error,
+            "next_attempt_at": next_attempt_unix,
+            "message": format!(
+                "attempted just now and failed: {error} (the worker tries again in {})",
+                crate::delivery::in_seconds(next_attempt_unix - now)
+            ),
+        }))),
+        RetryOutcome::Cannot(why) => Err(ApiError(
+            StatusCode::CONFLICT,
+            format!("not attempted: {why}"),
+        )),
+        RetryOutcome::NotWaiting(why) => Err(ApiError(StatusCode::NOT_FOUND, why)),
     }
-    tracing::info!(id, "an outbox delivery is retried now (operator)");
-    Ok(axum::Json(json!({ "id": id, "next_attempt_at": now })))
 }
 
 async fn session(
