@@ -319,3 +319,78 @@ both! {
         assert_eq!(s.operator_password_hash().await.unwrap().as_deref(), Some("$argon2id$v=19$two"));
     }
 }
+
+both! {
+    /// Issue 22: an alert queued behind a job that keeps failing was never
+    /// claimed (per-call order). Alerts travel in their own lane: claimed
+    /// at once (and first), while the call record still waits for its job.
+    #[tokio::test]
+    async fn an_alert_is_claimed_while_the_job_of_its_call_waits(fx) {
+        use store::OutboxLane;
+        let s = fx.store().await;
+        let job = s.outbox_enqueue(&item("CA_gas", OutboxKind::Job, 1), NOW).await.unwrap();
+        let call = s.outbox_enqueue(&item("CA_gas", OutboxKind::Call, 2), NOW).await.unwrap();
+        let alert = s.outbox_enqueue(&item("CA_gas", OutboxKind::Alert, 3), NOW).await.unwrap();
+        let other = s.outbox_enqueue(&item("CA_old", OutboxKind::Job, 1), NOW - 60.0).await.unwrap();
+
+        // Both lanes at once: the alert first, then the heads of the other
+        // lane, oldest first; the call record waits behind its job.
+        let got = s.outbox_claim_due("w", NOW + 1.0, 30.0, 10).await.unwrap();
+        let ids: Vec<&str> = got.iter().map(|i| i.id.as_str()).collect();
+        assert_eq!(ids, [alert.as_str(), other.as_str(), job.as_str()]);
+        assert!(s.outbox_mark_failed(&job, "w", "HTTP 503", NOW + 300.0).await.unwrap());
+        assert!(s.outbox_mark_failed(&alert, "w", "timeout", NOW + 5.0).await.unwrap());
+        assert!(s.outbox_mark_delivered(&other, "w", &json!({}), NOW + 2.0).await.unwrap());
+
+        // One lane at a time: the alert lane sees only the alert.
+        let alerts = s.outbox_claim_lane(OutboxLane::Alerts, "a", NOW + 10.0, 30.0, 10).await.unwrap();
+        assert_eq!(alerts.iter().map(|i| i.id.as_str()).collect::<Vec<_>>(), [alert.as_str()]);
+        let ordinary = s.outbox_claim_lane(OutboxLane::Ordinary, "o", NOW + 10.0, 30.0, 10).await.unwrap();
+        assert!(ordinary.is_empty(), "the job backs off, its call record waits: {ordinary:?}");
+        assert!(s.outbox_mark_delivered(&alert, "a", &json!({"ok": true}), NOW + 11.0).await.unwrap());
+
+        // The job delivered: its call record is next.
+        let got = s.outbox_claim_lane(OutboxLane::Ordinary, "o", NOW + 400.0, 30.0, 10).await.unwrap();
+        assert_eq!(got.iter().map(|i| i.id.as_str()).collect::<Vec<_>>(), [job.as_str()]);
+        assert!(s.outbox_mark_delivered(&job, "o", &json!({}), NOW + 401.0).await.unwrap());
+        let got = s.outbox_claim_lane(OutboxLane::Ordinary, "o", NOW + 402.0, 30.0, 10).await.unwrap();
+        assert_eq!(got.iter().map(|i| i.id.as_str()).collect::<Vec<_>>(), [call.as_str()]);
+    }
+}
+
+both! {
+    /// The operator's "retry now": one item leased now, due or not — or
+    /// why not (behind an earlier item of its call and lane, leased to a
+    /// worker, not waiting any more).
+    #[tokio::test]
+    async fn one_item_is_claimed_now_or_told_why_not(fx) {
+        use store::OutboxClaim;
+        let s = fx.store().await;
+        let job = s.outbox_enqueue(&item("CA_a", OutboxKind::Job, 1), NOW).await.unwrap();
+        let call = s.outbox_enqueue(&item("CA_a", OutboxKind::Call, 2), NOW).await.unwrap();
+        let alert = s.outbox_enqueue(&item("CA_a", OutboxKind::Alert, 3), NOW).await.unwrap();
+        // Not due for an hour.
+        let OutboxClaim::Claimed(it) = s.outbox_claim_item(&job, "w", NOW, 30.0).await.unwrap() else {
+            panic!("the job is claimable");
+        };
+        assert_eq!((it.lease_owner.as_deref(), it.lease_until), (Some("w"), Some(NOW + 30.0)));
+        assert!(s.outbox_mark_failed(&job, "w", "HTTP 503", NOW + 3600.0).await.unwrap());
+        match s.outbox_claim_item(&call, "op", NOW + 1.0, 30.0).await.unwrap() {
+            OutboxClaim::Behind(ahead) => assert_eq!((ahead.id.as_str(), ahead.attempts), (job.as_str(), 1)),
+            other => panic!("the call record waits behind its job: {other:?}"),
+        }
+        // The alert is in its own lane: claimable now, and then leased.
+        assert!(matches!(s.outbox_claim_item(&alert, "op", NOW + 1.0, 30.0).await.unwrap(), OutboxClaim::Claimed(_)));
+        match s.outbox_claim_item(&alert, "other", NOW + 2.0, 30.0).await.unwrap() {
+            OutboxClaim::Leased(it) => assert_eq!(it.lease_owner.as_deref(), Some("op")),
+            other => panic!("{other:?}"),
+        }
+        assert!(s.outbox_claim_due("w2", NOW + 3.0, 30.0, 10).await.unwrap().iter().all(|i| i.id != alert));
+        assert!(s.outbox_mark_delivered(&alert, "op", &json!({}), NOW + 3.0).await.unwrap());
+        match s.outbox_claim_item(&alert, "op", NOW + 4.0, 30.0).await.unwrap() {
+            OutboxClaim::NotWaiting(Some(it)) => assert_eq!(it.status, OutboxStatus::Delivered),
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(s.outbox_claim_item("ob_nope", "op", NOW, 30.0).await.unwrap(), OutboxClaim::NotWaiting(None)));
+    }
+}
