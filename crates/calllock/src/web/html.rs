@@ -74,8 +74,8 @@ pub fn local_day_start(business: &BusinessProfile, day: NaiveDate) -> i64 {
     // A gap is at most a few hours: the first existing quarter hour.
     (0..=24 * 4)
         .find_map(|q| {
-            tz.from_local_datetime(&(midnight + chrono::Duration::minutes(15 * q)))
-                .earliest()
+            let t = midnight.checked_add_signed(chrono::Duration::minutes(15 * q))?;
+            tz.from_local_datetime(&t).earliest()
         })
         .map_or_else(|| midnight.and_utc().timestamp(), |t| t.timestamp())
 }
@@ -248,6 +248,10 @@ mod tests {
             timezone: "America/Havana".into(),
             ..BusinessProfile::default()
         };
+        // The last and first days a date can be: an answer, no panic.
+        for day in [NaiveDate::MAX, NaiveDate::MIN] {
+            local_day_start(&havana, day);
+        }
         let spring = NaiveDate::from_ymd_opt(2026, 3, 8).unwrap();
         assert_eq!(
             local_day_start(&havana, spring),
