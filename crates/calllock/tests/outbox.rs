@@ -445,7 +445,6 @@ async fn an_alert_goes_out_while_a_job_delivery_hangs() {
             webhook_secret: "s3cret".into(),
             user_email: "owner@example.com".into(),
             timeout: hang,
-            ..DashboardConfig::default()
         })
         .unwrap()
         .with_sleeper(sleeper),

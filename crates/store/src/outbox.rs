@@ -119,7 +119,7 @@ impl OutboxKind {
 #[derive(Debug, Clone, PartialEq)]
 pub enum OutboxClaim {
     /// Leased to the caller: attempt it, then settle it.
-    Claimed(OutboxItem),
+    Claimed(Box<OutboxItem>),
     /// No such item, or it is not waiting any more (delivered or dead).
     NotWaiting(Option<Box<OutboxItem>>),
     /// Another worker holds its lease (an attempt is under way).
@@ -454,7 +454,7 @@ impl Store {
         tx.commit().await?;
         item.lease_owner = Some(worker.to_string());
         item.lease_until = Some(until);
-        Ok(OutboxClaim::Claimed(item))
+        Ok(OutboxClaim::Claimed(Box::new(item)))
     }
 
     /// The item was delivered: record it with the target's `response`, if
