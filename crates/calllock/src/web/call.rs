@@ -1,6 +1,8 @@
 //! `/calls/{id}`: one call, read from its event log, so a live call shows
 //! as it happens (its part of the page refreshes in place) and a finished
-//! one as it was: the transcript (a cut-off agent line marked, with what
+//! one as it was. It opens with what an owner asks first (`headline`):
+//! who called, what happens next, the problem, the address, the booked
+//! time (on the business's clock); then the details: the transcript (a cut-off agent line marked, with what
 //! the caller heard of it), the state timeline, the tool calls with their
 //! arguments and results, the session's fields, the post-call deliveries,
 //! a picture of each turn's latency, and the recording to listen to.

@@ -5,7 +5,7 @@
 //! | page | shows |
 //! |---|---|
 //! | `/` | calls, live and finished, newest first, filterable ([`calls`]) |
-//! | `/calls/{id}` | one call: transcript, states, tools, fields, deliveries, turn latency, the recording ([`call`]) |
+//! | `/calls/{id}` | one call: first who called, what happens next, the problem, where, when; then transcript, states, tools, fields, deliveries, turn latency, the recording ([`call`]) |
 //! | `/calls/{id}/recording.wav` | the call's recording, both sides ([`recording`]) |
 //! | `/outbox` | deliveries waiting, why, next attempt; retry now ([`outbox`]) |
 //! | `/status` | the server's health: vendors, breakers, database, version |
