@@ -3,7 +3,7 @@
 //! status), a page at a time, the table refreshed in place every few
 //! seconds so live calls appear and finish without a reload. Said as an
 //! owner says it: times on the business's clock, who called, what came of
-//! it in plain words ([`outcome_words`]); on a phone each call is a card.
+//! it in plain words (`outcome_words`); on a phone each call is a card.
 
 use super::html::{self, esc};
 use crate::serve::App;
