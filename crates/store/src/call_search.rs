@@ -354,23 +354,35 @@ impl Store {
         // what the range lets through that does not start with the digits
         // is dropped below.
         let upper = digits_successor(&probe);
-        let sql = format!(
-            "SELECT suffix, phone FROM call_phone_suffixes WHERE suffix >= $1{} LIMIT {}",
-            if upper.is_some() {
-                " AND suffix < $2"
-            } else {
-                ""
-            },
+        let range = if upper.is_some() {
+            "suffix >= $1 AND suffix < $2"
+        } else {
+            "suffix >= $1"
+        };
+        fn bound<'q>(
+            sql: &'q str,
+            probe: &'q str,
+            upper: Option<&'q str>,
+        ) -> sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>> {
+            let query = sqlx::query(sql).bind(probe);
+            match upper {
+                Some(u) => query.bind(u),
+                None => query,
+            }
+        }
+        let bind = |sql| bound(sql, &probe, upper.as_deref());
+        // Count first (in the index, at most one more than "few"), so that
+        // common digits cost no rows fetched.
+        let count = format!(
+            "SELECT COUNT(*) AS n FROM (SELECT 1 FROM call_phone_suffixes WHERE {range} LIMIT {}) c",
             FEW_NUMBERS + 1
         );
-        let mut query = sqlx::query(&sql).bind(probe.as_str());
-        if let Some(u) = &upper {
-            query = query.bind(u.as_str());
-        }
-        let rows = query.fetch_all(self.pool()).await?;
-        if rows.len() > FEW_NUMBERS {
+        let n: i64 = sqlx::Row::try_get(&bind(&count).fetch_one(self.pool()).await?, "n")?;
+        if n > FEW_NUMBERS as i64 {
             return Ok(Numbers::Many);
         }
+        let sql = format!("SELECT suffix, phone FROM call_phone_suffixes WHERE {range}");
+        let rows = bind(&sql).fetch_all(self.pool()).await?;
         let mut numbers = Vec::new();
         for row in &rows {
             let suffix: String = sqlx::Row::try_get(row, "suffix")?;
