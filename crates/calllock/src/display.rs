@@ -149,20 +149,38 @@ pub fn print_outcome_text(r: &Value) {
     );
 }
 
-pub fn print_call_list(calls: &[store::CallSummary]) {
+/// `t` on the business's clock (its `timezone`), as `format` says; `%Z`
+/// names the zone (`CST`). What a person reads is the business's time,
+/// never UTC: a 9:04 PM call is on its own day.
+pub fn business_time(
+    business: &agent::BusinessProfile,
+    t: chrono::DateTime<chrono::Utc>,
+    format: &str,
+) -> String {
+    t.with_timezone(&business.tz()).format(format).to_string()
+}
+
+pub fn print_call_list(business: &agent::BusinessProfile, calls: &[store::CallSummary]) {
     if calls.is_empty() {
         println!("no calls yet — try `calllock demo` or `calllock chat`");
         return;
     }
+    let zone = business_time(business, chrono::Utc::now(), "%Z");
     println!(
         "{:<40} {:<20} {:<17} {:<12} {:<16} {:<17} {:<6} customer",
-        "call id", "started (UTC)", "phone", "status", "final state", "reason", "prio"
+        "call id",
+        format!("started ({zone})"),
+        "phone",
+        "status",
+        "final state",
+        "reason",
+        "prio"
     );
     for c in calls {
         println!(
             "{:<40} {:<20} {:<17} {:<12} {:<16} {:<17} {:<6} {}",
             c.call_id,
-            c.started_at.format("%Y-%m-%d %H:%M:%S"),
+            business_time(business, c.started_at, "%Y-%m-%d %H:%M:%S"),
             c.phone,
             c.status.as_str(),
             c.final_state,
@@ -173,14 +191,14 @@ pub fn print_call_list(calls: &[store::CallSummary]) {
     }
 }
 
-pub fn print_call_record(rec: &store::CallRecord) {
+pub fn print_call_record(business: &agent::BusinessProfile, rec: &store::CallRecord) {
     let r = &rec.record;
     println!("call {}  from {}", rec.call_id, rec.phone);
     println!(
         "started {}  ended {}  ({} s)",
-        rec.started_at.format("%Y-%m-%d %H:%M:%S UTC"),
+        business_time(business, rec.started_at, "%Y-%m-%d %H:%M:%S %Z"),
         rec.ended_at
-            .map(|t| t.format("%H:%M:%S").to_string())
+            .map(|t| business_time(business, t, "%H:%M:%S"))
             .unwrap_or_else(|| "-".into()),
         r["duration_s"]
     );
@@ -244,6 +262,7 @@ pub fn print_call_record(rec: &store::CallRecord) {
 
 /// `calllock agenda`: open callbacks, upcoming appointments, sales leads.
 pub fn print_agenda(
+    business: &agent::BusinessProfile,
     callbacks: &[store::Callback],
     appointments: &[store::Appointment],
     leads: &[store::SalesLead],
@@ -257,7 +276,7 @@ pub fn print_agenda(
         };
         println!(
             "  due {}  {}  {:<8} {:<9} {}  {}",
-            c.due_by.format("%Y-%m-%d %H:%M UTC"),
+            business_time(business, c.due_by, "%Y-%m-%d %H:%M %Z"),
             agent::validate::say_phone(&c.phone),
             c.callback_type,
             c.urgency,
@@ -280,7 +299,7 @@ pub fn print_agenda(
     for l in leads {
         println!(
             "  {}  {}  {}",
-            l.created_at.format("%Y-%m-%d %H:%M UTC"),
+            business_time(business, l.created_at, "%Y-%m-%d %H:%M %Z"),
             agent::validate::say_phone(&l.phone),
             l.reason
         );

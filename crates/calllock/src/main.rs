@@ -406,7 +406,7 @@ async fn run(cli: Cli) -> Result<()> {
                     }))?
                 );
             } else {
-                display::print_agenda(&callbacks, &appointments, &leads);
+                display::print_agenda(&cfg.business, &callbacks, &appointments, &leads);
             }
             Ok(())
         }
@@ -609,7 +609,7 @@ async fn run(cli: Cli) -> Result<()> {
                         }
                         println!("{}", serde_json::to_string_pretty(&r)?);
                     } else {
-                        display::print_call_record(&rec);
+                        display::print_call_record(&cfg.business, &rec);
                         print!("{}", calllock::latency::render(&turns));
                     }
                 }
@@ -620,7 +620,7 @@ async fn run(cli: Cli) -> Result<()> {
                     let calls = store
                         .list_calls(since, limit.clamp(1, 100_000) as u32)
                         .await?;
-                    display::print_call_list(&calls);
+                    display::print_call_list(&cfg.business, &calls);
                 }
             }
             Ok(())

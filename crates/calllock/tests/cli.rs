@@ -714,3 +714,61 @@ fn web_serves_the_dashboard_on_loopback_behind_sign_in() {
     let _ = child.kill();
     let _ = child.wait();
 }
+
+/// Issue 22, finding 8 (the terminal's share): `calls`, `calls show` and
+/// `agenda` print times on the business's clock, not UTC — a call at
+/// 9:04 PM in Austin is on its own day, not the next one.
+#[test]
+fn the_terminal_shows_calls_on_the_business_clock() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("tz.db");
+    // 03:04 UTC on Nov 26 is 9:04 PM CST on Nov 25 (America/Chicago,
+    // the default business's zone).
+    let at = chrono::DateTime::parse_from_rfc3339("2026-11-26T03:04:00Z")
+        .unwrap()
+        .with_timezone(&chrono::Utc);
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let store = store::Store::open(&db).await.unwrap();
+        store
+            .save_call(&store::CallRecord {
+                call_id: "CA_evening".into(),
+                phone: "+15125550111".into(),
+                started_at: at,
+                ended_at: Some(at + chrono::Duration::seconds(90)),
+                final_state: "callback".into(),
+                end_call_reason: "callback_later".into(),
+                booking_status: String::new(),
+                urgency: "Routine".into(),
+                priority_color: "green".into(),
+                revenue_tier: "standard_repair".into(),
+                customer_name: "Dana".into(),
+                problem: "no heat".into(),
+                record: serde_json::json!({}),
+                transcript: serde_json::json!([]),
+            })
+            .await
+            .unwrap();
+        store.close().await;
+    });
+    let out = run(bin().arg("--db").arg(&db).arg("calls"));
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let list = text(&out.stdout);
+    assert!(
+        list.contains("started (CST)") || list.contains("started (CDT)"),
+        "{list}"
+    );
+    assert!(list.contains("2026-11-25 21:04:00"), "{list}");
+    assert!(!list.contains("2026-11-26 03:04"), "{list}");
+    let out = run(bin()
+        .arg("--db")
+        .arg(&db)
+        .args(["calls", "show", "CA_evening"]));
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let shown = text(&out.stdout);
+    assert!(shown.contains("started 2026-11-25 21:04:00 CST"), "{shown}");
+    assert!(shown.contains("ended 21:05:30"), "{shown}");
+}
