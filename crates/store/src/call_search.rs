@@ -372,9 +372,11 @@ impl Store {
         }
         let bind = |sql| bound(sql, &probe, upper.as_deref());
         // Count first (in the index, at most one more than "few"), so that
-        // common digits cost no rows fetched.
+        // common digits cost no rows fetched. In key order: a walk of the
+        // index that stops at the limit, whatever the statistics say.
         let count = format!(
-            "SELECT COUNT(*) AS n FROM (SELECT 1 FROM call_phone_suffixes WHERE {range} LIMIT {}) c",
+            "SELECT COUNT(*) AS n FROM (SELECT 1 FROM call_phone_suffixes WHERE {range} \
+             ORDER BY suffix LIMIT {}) c",
             FEW_NUMBERS + 1
         );
         let n: i64 = sqlx::Row::try_get(&bind(&count).fetch_one(self.pool()).await?, "n")?;
