@@ -49,7 +49,7 @@
 
 use anyhow::{anyhow, Result};
 use argon2::password_hash::rand_core::{OsRng, RngCore};
-use argon2::password_hash::{PasswordHash, PasswordHasher, PasswordVerifier, SaltString};
+use argon2::password_hash::{PasswordHash, PasswordHasher, SaltString};
 use argon2::Argon2;
 use std::collections::hash_map::RandomState;
 use std::collections::{HashMap, VecDeque};
@@ -132,17 +132,55 @@ pub fn hash_password(password: &str) -> Result<String> {
 }
 
 /// Whether `password` matches `hash`; a malformed hash matches nothing.
-/// Expensive (argon2id): call it through [`Operator::check_password`].
+/// Expensive (argon2id, ~19 MiB): the server checks through
+/// [`Operator::check_password`].
 pub fn verify_password(password: &str, hash: &str) -> bool {
-    match PasswordHash::new(hash) {
-        Ok(h) => Argon2::default()
-            .verify_password(password.as_bytes(), &h)
-            .is_ok(),
-        Err(e) => {
-            tracing::error!(error = %e, "the operator password hash is not a PHC string");
-            false
+    verify_in(password, hash, &mut Vec::new())
+}
+
+/// The most memory a hash may ask argon2 for (256 MiB, in 1 KiB blocks);
+/// the default asks for 19 MiB.
+const MAX_BLOCKS: usize = 256 * 1024;
+
+/// [`verify_password`] in `memory`, grown to what the hash asks for and
+/// kept for the next check: a pool thread reuses one buffer, so what it
+/// holds is fixed, whatever the allocator would keep of a fresh one each
+/// time.
+fn verify_in(password: &str, hash: &str, memory: &mut Vec<argon2::Block>) -> bool {
+    let checked = (|| -> Result<bool, String> {
+        let phc = PasswordHash::new(hash).map_err(|e| format!("not a PHC string: {e}"))?;
+        let algorithm = argon2::Algorithm::try_from(phc.algorithm).map_err(|e| e.to_string())?;
+        let version = phc
+            .version
+            .map(argon2::Version::try_from)
+            .transpose()
+            .map_err(|e| e.to_string())?
+            .unwrap_or_default();
+        let params = argon2::Params::try_from(&phc).map_err(|e| e.to_string())?;
+        let (Some(salt), Some(expected)) = (phc.salt, phc.hash) else {
+            return Err("no salt or no hash".into());
+        };
+        let mut salt_buf = [0u8; 64];
+        let salt = salt.decode_b64(&mut salt_buf).map_err(|e| e.to_string())?;
+        let blocks = params.block_count();
+        if blocks > MAX_BLOCKS {
+            return Err(format!(
+                "asks for {blocks} KiB of memory (at most {MAX_BLOCKS})"
+            ));
         }
-    }
+        if memory.len() < blocks {
+            memory.resize(blocks, argon2::Block::new());
+        }
+        let mut out = vec![0u8; expected.len()];
+        Argon2::new(algorithm, version, params)
+            .hash_password_into_with_memory(password.as_bytes(), salt, &mut out, &mut memory[..])
+            .map_err(|e| e.to_string())?;
+        Ok(subtle::ConstantTimeEq::ct_eq(out.as_slice(), expected.as_bytes()).into())
+    })();
+    checked.unwrap_or_else(|why| {
+        tracing::error!(why, "the operator password hash cannot be checked");
+        false
+    })
 }
 
 /// 32 random bytes from the OS, as hex.
@@ -267,11 +305,53 @@ fn remove_one(q: &mut VecDeque<Instant>, at: Instant) {
     }
 }
 
-/// The pool that checks passwords: places (running + waiting) and runs.
+/// A password check, run on one of the pool's threads in its memory.
+type Job = Box<dyn FnOnce(&mut Vec<argon2::Block>) + Send>;
+
+/// The pool that checks passwords: [`SignInLimits::concurrent`] threads of
+/// its own, fed in order, each with its own argon2 memory (~19 MiB, kept),
+/// and the places (running + waiting) a check must hold. So the memory of
+/// signing in is fixed: that of two checks, whatever arrives.
 #[derive(Debug)]
 struct Checks {
     places: Arc<Semaphore>,
-    runs: Arc<Semaphore>,
+    /// `None`: no thread could be started (every check is busy).
+    jobs: Option<std::sync::mpsc::Sender<Job>>,
+}
+
+impl Checks {
+    fn start(limits: &SignInLimits) -> Checks {
+        let threads = limits.concurrent.max(1);
+        let (tx, rx) = std::sync::mpsc::channel::<Job>();
+        let rx = Arc::new(Mutex::new(rx));
+        let mut started = 0;
+        for i in 0..threads {
+            let rx = rx.clone();
+            let worker = std::thread::Builder::new()
+                .name(format!("signin-{i}"))
+                .spawn(move || {
+                    let mut memory = Vec::new();
+                    loop {
+                        // The lock is held only while waiting for a job.
+                        let job = lock(&rx).recv();
+                        let Ok(job) = job else { return };
+                        // A panic loses one answer (read as "wrong"),
+                        // never the thread.
+                        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                            job(&mut memory)
+                        }));
+                    }
+                });
+            match worker {
+                Ok(_) => started += 1,
+                Err(e) => tracing::error!(error = %e, "cannot start a sign-in thread"),
+            }
+        }
+        Checks {
+            places: Arc::new(Semaphore::new(started + limits.queue)),
+            jobs: (started > 0).then_some(tx),
+        }
+    }
 }
 
 /// The password hash in force, as far as this process knows: shared with
@@ -481,19 +561,15 @@ impl Operator {
 
     /// The password checks' pool, made with `limits` the first time.
     fn checks(&self, limits: &SignInLimits) -> &Checks {
-        self.checks.get_or_init(|| {
-            let runs = limits.concurrent.max(1);
-            Checks {
-                places: Arc::new(Semaphore::new(runs + limits.queue)),
-                runs: Arc::new(Semaphore::new(runs)),
-            }
-        })
+        self.checks.get_or_init(|| Checks::start(limits))
     }
 
     /// Whether `password` matches `hash`, checked in the bounded pool:
-    /// waits for one of [`SignInLimits::concurrent`] runs if at most
-    /// [`SignInLimits::queue`] others wait, else [`Busy`] at once. The
-    /// pool's size is fixed by the first call's `limits`.
+    /// queued for one of its [`SignInLimits::concurrent`] threads if at
+    /// most [`SignInLimits::queue`] others wait, else [`Busy`] at once. The
+    /// pool's size is fixed by the first call's `limits`. A check whose
+    /// client went away still runs and holds its place: the pool never
+    /// holds more than it admitted.
     pub async fn check_password(
         &self,
         password: String,
@@ -501,26 +577,20 @@ impl Operator {
         limits: &SignInLimits,
     ) -> Result<bool, Busy> {
         let checks = self.checks(limits);
+        let jobs = checks.jobs.as_ref().ok_or(Busy)?;
         let place = checks
             .places
             .clone()
             .try_acquire_owned()
             .map_err(|_| Busy)?;
-        let run = checks
-            .runs
-            .clone()
-            .acquire_owned()
-            .await
-            .map_err(|_| Busy)?;
-        // Both permits go with the work: a client that disconnects while
-        // argon2 runs does not free its run for another.
-        let checked = tokio::task::spawn_blocking(move || {
-            let ok = verify_password(&password, &hash);
-            drop((run, place));
-            ok
-        })
-        .await;
-        Ok(checked.unwrap_or(false))
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        jobs.send(Box::new(move |memory| {
+            let ok = verify_in(&password, &hash, memory);
+            drop(place);
+            let _ = tx.send(ok);
+        }))
+        .map_err(|_| Busy)?;
+        Ok(rx.await.unwrap_or(false))
     }
 }
 
@@ -551,6 +621,23 @@ mod tests {
         // Salted: the same password hashes differently each time.
         assert_ne!(h, hash_password("correct horse").unwrap());
         assert!(hash_password("short").is_err());
+    }
+
+    #[test]
+    fn a_check_reuses_its_memory_and_refuses_odd_hashes() {
+        let h = hash_password("correct horse").unwrap();
+        let mut memory = Vec::new();
+        assert!(verify_in("correct horse", &h, &mut memory));
+        let held = memory.len();
+        assert_eq!(held, argon2::Params::DEFAULT_M_COST as usize);
+        assert!(!verify_in("correct horsE", &h, &mut memory));
+        assert_eq!(memory.len(), held, "the same memory, not more");
+        // Hashes that cannot be checked match nothing, and cost nothing.
+        let greedy = h.replace("m=19456", "m=4194304");
+        for odd in ["", "not a hash", "$argon2id$v=19$m=19456,t=2,p=1$", &greedy] {
+            assert!(!verify_in("correct horse", odd, &mut memory), "{odd}");
+        }
+        assert_eq!(memory.len(), held);
     }
 
     #[test]
@@ -717,9 +804,17 @@ mod tests {
         let o = Arc::new(Operator::default());
         let l = SignInLimits::default();
         let hash = hash_password("the password").unwrap();
-        // Every run is taken (as by slow checks): who gets a place waits.
-        let runs = o.checks(&l).runs.clone();
-        let held = runs.acquire_many_owned(l.concurrent as u32).await.unwrap();
+        // Every thread is taken (as by slow checks): who gets a place waits.
+        let jobs = o.checks(&l).jobs.clone().unwrap();
+        let (release, held) = std::sync::mpsc::channel::<()>();
+        let held = Arc::new(Mutex::new(held));
+        for _ in 0..l.concurrent {
+            let held = held.clone();
+            jobs.send(Box::new(move |_| {
+                let _ = lock(&held).recv();
+            }))
+            .unwrap();
+        }
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
         for _ in 0..40 {
             let (o, hash, tx) = (o.clone(), hash.clone(), tx.clone());
@@ -727,12 +822,13 @@ mod tests {
                 let _ = tx.send(o.check_password("wrong password".into(), hash, &l).await);
             });
         }
+        // (The blocking jobs hold no places: all of them are for checks.)
         let places = l.concurrent + l.queue;
         for _ in 0..40 - places {
             assert_eq!(rx.recv().await, Some(Err(Busy)), "busy at once");
         }
-        // The runs free: every check that had a place is done, wrong.
-        drop(held);
+        // The threads free: every check that had a place is done, wrong.
+        drop(release);
         for _ in 0..places {
             assert_eq!(rx.recv().await, Some(Ok(false)));
         }
