@@ -24,7 +24,9 @@
 //! Checking a password is deliberately expensive (argon2id, ~19 MiB of
 //! memory and tens of milliseconds of a core each), so a flood of sign-ins
 //! could otherwise take the server down, and every live call with it.
-//! [`SignInLimits`] bounds it three ways:
+//! [`SignInLimits`] (from `[serve]`: `sign_in_window_s`,
+//! `sign_in_failures_per_address`, `sign_in_attempts_global`) bounds it
+//! three ways:
 //!
 //! 1. **Per client address**: each client may have [`FAILURES_PER_MINUTE`]
 //!    attempts counted per window (a minute). The attempt is taken
@@ -41,11 +43,13 @@
 //!    attempts are not counted, so once the flood ends every counted
 //!    attempt is at most one window old and the owner can sign in again
 //!    within one window (a minute) of it ending.
-//! 3. **A small pool** checks the passwords: at most
-//!    [`SignInLimits::concurrent`] argon2 runs at once, at most
-//!    [`SignInLimits::queue`] more waiting; beyond that a sign-in is
-//!    answered "busy" at once (never queued without bound), so memory stays
-//!    bounded whatever arrives.
+//! 3. **A small pool** checks the passwords: [`SignInLimits::concurrent`]
+//!    threads of its own, each with one argon2 buffer it reuses, and at
+//!    most [`SignInLimits::queue`] checks waiting; beyond that a sign-in
+//!    is answered "busy" (503) at once, never queued without bound. The
+//!    memory of signing in is that of two checks, whatever arrives, and
+//!    its threads inherit the server's lowered priority, behind the
+//!    calls' audio.
 
 use anyhow::{anyhow, Result};
 use argon2::password_hash::rand_core::{OsRng, RngCore};
