@@ -212,10 +212,15 @@ async fn main() {
         format!("+1{area}{rest}")
     };
     let mut bytes = 0usize;
+    // A number that called (mid-year), for the caller filter.
+    let mut known = String::new();
     for i in 0..calls {
         let at = year_ago + chrono::Duration::seconds((i as i64) * 365 * 86_400 / calls as i64);
         let call_id = format!("CA{i:032x}");
         let phone = number(rng.below(distinct));
+        if i == calls / 2 {
+            known = phone.clone();
+        }
         let name = format!("Customer {}", rng.below(50_000));
         let mut pick = rng.below(100);
         let state = states
@@ -319,7 +324,6 @@ async fn main() {
     // The second page's cursor, as the first page hands it out.
     let first: Value = get("/api/calls".into()).await.json().await.unwrap();
     let cursor = first["next"].as_str().expect("a next page").to_string();
-    let known = number(7);
     let last4 = &known[known.len() - 4..];
     let day = |d: i64| {
         (now - chrono::Duration::days(d))

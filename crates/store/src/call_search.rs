@@ -181,29 +181,46 @@ impl Filter {
         self.clauses.push(clause);
     }
 
-    /// The filters of `q` other than the caller's digits.
-    fn of(q: &CallQuery) -> Filter {
+    /// The filters of `q` other than the caller's digits. `indexed`:
+    /// written so an index can serve them; otherwise each column is an
+    /// expression (`final_state || ''`, `started_unix + 0`), which no
+    /// index serves — for the queries of a few numbers' calls, where the
+    /// number index must be the one walked (a planner that walked the
+    /// final-state index instead would pass over half the calls).
+    fn of(q: &CallQuery, indexed: bool) -> Filter {
         let mut f = Filter::default();
+        let text = |col: &str| {
+            if indexed {
+                col.to_string()
+            } else {
+                format!("({col} || '')")
+            }
+        };
+        let started = if indexed {
+            "started_unix"
+        } else {
+            "(started_unix + 0)"
+        };
         let set = |v: &Option<String>| v.as_deref().filter(|s| !s.is_empty()).map(str::to_string);
         if let Some(v) = set(&q.final_state) {
             let p = f.arg(Arg::Text(v));
-            f.and(format!("final_state = {p}"));
+            f.and(format!("{} = {p}", text("final_state")));
         }
         if let Some(v) = set(&q.priority) {
             let p = f.arg(Arg::Text(v));
-            f.and(format!("priority_color = {p}"));
+            f.and(format!("{} = {p}", text("priority_color")));
         }
         if let Some(s) = q.status {
             let p = f.arg(Arg::Text(s.as_str().into()));
-            f.and(format!("status = {p}"));
+            f.and(format!("{} = {p}", text("status")));
         }
         if let Some(v) = q.since {
             let p = f.arg(Arg::Int(v));
-            f.and(format!("started_unix >= {p}"));
+            f.and(format!("{started} >= {p}"));
         }
         if let Some(v) = q.until {
             let p = f.arg(Arg::Int(v));
-            f.and(format!("started_unix < {p}"));
+            f.and(format!("{started} < {p}"));
         }
         if let Some(c) = &q.after {
             let s = f.arg(Arg::Int(c.started_unix));
@@ -211,7 +228,7 @@ impl Filter {
             // The first half is implied by the second; spelled out, it is
             // a range the time index can start from.
             f.and(format!(
-                "started_unix <= {s} AND (started_unix < {s} OR call_id > {id})"
+                "{started} <= {s} AND ({started} < {s} OR call_id > {id})"
             ));
         }
         f
@@ -293,10 +310,9 @@ impl Store {
     /// numbers — the calls of those numbers and the live calls whose
     /// number contains the digits.
     async fn search_plan(&self, q: &CallQuery) -> Result<Vec<Filter>, StoreError> {
-        let base = Filter::of(q);
         let digits = caller_digits(q);
         if digits.is_empty() {
-            return Ok(vec![base]);
+            return Ok(vec![Filter::of(q, true)]);
         }
         let like = |mut f: Filter| {
             let p = f.arg(Arg::Text(format!("%{digits}%")));
@@ -304,8 +320,11 @@ impl Store {
             f
         };
         Ok(match self.numbers_containing(&digits).await? {
-            Numbers::Many => vec![like(base)],
+            Numbers::Many => vec![like(Filter::of(q, true))],
             Numbers::Few(numbers) => {
+                // The numbers (or the live calls) are the selective part:
+                // only they may lead the planner to an index.
+                let base = Filter::of(q, false);
                 let mut plan = Vec::new();
                 if !numbers.is_empty() {
                     let mut f = base.clone();
