@@ -6,7 +6,8 @@
 //! ```
 //!
 //! Seeds a fresh database — a SQLite file, or with `--postgres` a fresh
-//! PostgreSQL database on the local server (see `store::testing`) — with
+//! PostgreSQL database on the local server (see `store::testing`; then
+//! `ANALYZE`d, as autovacuum does after this many inserts) — with
 //! `--calls` calls over the past year, sized like real ones: 20–40
 //! transcript turns of real length, a post-call record with its job and
 //! call payloads and tags (a few KB each), mixed final states and
@@ -281,6 +282,12 @@ async fn main() {
             .begin_call(&format!("CA_live_{k}"), &number(k), at, &owner)
             .await
             .unwrap();
+    }
+    if postgres {
+        // PostgreSQL plans from statistics, which autovacuum gathers within
+        // a minute or so of this many inserts; gather them now rather than
+        // time the planner's guesses about an empty table.
+        store.analyze().await.unwrap();
     }
     store.close().await;
     println!(

@@ -416,6 +416,22 @@ impl Store {
         Ok(Numbers::Few(numbers))
     }
 
+    /// Refresh the planner's statistics of the calls tables (PostgreSQL
+    /// `ANALYZE`; nothing on SQLite, whose planner these queries do not
+    /// need statistics for). PostgreSQL's autovacuum does this by itself a
+    /// while after many writes; a bulk load (a bench, an import) that is
+    /// queried at once calls it so the planner does not guess from an
+    /// empty table.
+    pub async fn analyze(&self) -> Result<(), StoreError> {
+        if self.dialect() == crate::Dialect::Postgres {
+            sqlx::query("ANALYZE calls").execute(self.pool()).await?;
+            sqlx::query("ANALYZE call_phone_suffixes")
+                .execute(self.pool())
+                .await?;
+        }
+        Ok(())
+    }
+
     /// How the database runs the search `q` (SQLite `EXPLAIN QUERY PLAN`
     /// or PostgreSQL `EXPLAIN`), one line per step of each query the
     /// search makes — for tests, and for checking an index is used.
