@@ -192,6 +192,43 @@ async fn every_route_answers_per_the_document_after_a_call() {
     let (status, outbox) = api.get("/api/outbox").await;
     assert_eq!(status, 200);
     check(&doc, "Outbox", &outbox);
+
+    // Retry now: attempted at once (nothing listens at the target, so it
+    // fails and says when the worker tries again), per the document; an
+    // item that does not wait is a documented 404.
+    let store = s.server.store();
+    let later = chrono::Utc::now().timestamp() as f64 + 3600.0;
+    let id = store
+        .outbox_enqueue(
+            &store::NewOutboxItem {
+                call_id: "CA_retry".into(),
+                kind: store::OutboxKind::Alert,
+                target_url: "http://127.0.0.1:9/alerts".into(),
+                payload: serde_json::json!({}),
+            },
+            later,
+        )
+        .await
+        .unwrap();
+    let retry = |id: String| {
+        api.client
+            .post(format!("{}/api/outbox/{id}/retry", api.base))
+            .bearer_auth(TOKEN)
+            .send()
+    };
+    let r = retry(id.clone()).await.unwrap();
+    assert_eq!(r.status(), 200);
+    let answer: Value = r.json().await.unwrap();
+    check(&doc, "Retried", &answer);
+    assert_eq!(answer["outcome"], "failed", "{answer}");
+    assert!(answer["message"]
+        .as_str()
+        .unwrap()
+        .contains("attempted just now"));
+    assert_eq!(store.outbox_item(&id).await.unwrap().unwrap().attempts, 1);
+    let r = retry("ob_missing".into()).await.unwrap();
+    assert_eq!(r.status(), 404);
+    check(&doc, "Error", &r.json().await.unwrap());
     s.server.stop().await;
 }
 

@@ -132,12 +132,12 @@ pub fn document() -> Value {
             }},
             "/api/outbox/{id}/retry": {"post": {
                 "operationId": "retryOutboxItem",
-                "summary": "Make a waiting delivery due now (the outbox worker sends it within seconds). With a session cookie, send the session's `X-CSRF-Token`.",
+                "summary": "Attempt a waiting delivery now and say what happened: delivered, or failed (the error and when the worker tries again); 409 when it cannot be attempted now (it waits behind an earlier delivery of its call, or a worker holds it). With a session cookie, send the session's `X-CSRF-Token`.",
                 "parameters": [
                     {"name": "id", "in": "path", "required": true, "description": "The outbox item id.", "schema": text()},
                     csrf_header,
                 ],
-                "responses": with(errors(&[("400", "The id cannot be read."), ("403", "No CSRF token with a session cookie."), ("404", "No such waiting delivery.")]), "200", ok("Due now.", "Retried")),
+                "responses": with(errors(&[("400", "The id cannot be read."), ("403", "No CSRF token with a session cookie."), ("404", "No such waiting delivery."), ("409", "Not attempted now, and why.")]), "200", ok("Attempted: delivered or failed.", "Retried")),
             }},
             "/api/session": {"get": {
                 "operationId": "getSession",
@@ -203,8 +203,15 @@ pub fn document() -> Value {
                     }
                 },
                 "Retried": {
-                    "type": "object", "required": ["id", "next_attempt_at"], "additionalProperties": false,
-                    "properties": {"id": text(), "next_attempt_at": {"type": "number", "description": "Unix seconds."}}
+                    "type": "object", "required": ["id", "outcome", "message"], "additionalProperties": false,
+                    "properties": {
+                        "id": text(),
+                        "outcome": {"type": "string", "enum": ["delivered", "failed"]},
+                        "message": {"type": "string", "description": "What happened, in words."},
+                        "response": {"description": "Delivered: the receiver's answer."},
+                        "error": {"type": "string", "description": "Failed: why."},
+                        "next_attempt_at": {"type": "number", "description": "Failed: when the worker tries again (Unix seconds)."},
+                    }
                 },
                 "Session": {
                     "type": "object", "required": ["signed_in", "csrf", "expires_in_s"], "additionalProperties": false,
