@@ -545,6 +545,14 @@ pub struct DrainReport {
     pub failed: usize,
 }
 
+impl std::ops::AddAssign for DrainReport {
+    fn add_assign(&mut self, r: DrainReport) {
+        self.claimed += r.claimed;
+        self.delivered += r.delivered;
+        self.failed += r.failed;
+    }
+}
+
 /// Delivers what the outbox holds, until accepted.
 #[derive(Clone)]
 pub struct OutboxWorker {
@@ -562,13 +570,9 @@ impl OutboxWorker {
     /// Claim what is due at `now` and attempt each item once: the alert
     /// lane first, then the others.
     pub async fn drain_once(&self, now: f64) -> Result<DrainReport, store::StoreError> {
-        let a = self.drain_lane_once(OutboxLane::Alerts, now).await?;
-        let b = self.drain_lane_once(OutboxLane::Ordinary, now).await?;
-        Ok(DrainReport {
-            claimed: a.claimed + b.claimed,
-            delivered: a.delivered + b.delivered,
-            failed: a.failed + b.failed,
-        })
+        let mut report = self.drain_lane_once(OutboxLane::Alerts, now).await?;
+        report += self.drain_lane_once(OutboxLane::Ordinary, now).await?;
+        Ok(report)
     }
 
     /// Claim what is due at `now` in `lane` and attempt each item once.
@@ -691,13 +695,9 @@ impl OutboxWorker {
     /// Keep draining until nothing is due (`now` from `clock`); returns the
     /// totals. Used by `calllock outbox deliver` and after recovery.
     pub async fn drain_due(&self, clock: &Clock) -> Result<DrainReport, store::StoreError> {
-        let a = self.drain_lane_due(OutboxLane::Alerts, clock).await?;
-        let b = self.drain_lane_due(OutboxLane::Ordinary, clock).await?;
-        Ok(DrainReport {
-            claimed: a.claimed + b.claimed,
-            delivered: a.delivered + b.delivered,
-            failed: a.failed + b.failed,
-        })
+        let mut report = self.drain_lane_due(OutboxLane::Alerts, clock).await?;
+        report += self.drain_lane_due(OutboxLane::Ordinary, clock).await?;
+        Ok(report)
     }
 
     /// [`OutboxWorker::drain_due`] for one lane.
@@ -709,9 +709,7 @@ impl OutboxWorker {
         let mut total = DrainReport::default();
         loop {
             let r = self.drain_lane_once(lane, clock()).await?;
-            total.claimed += r.claimed;
-            total.delivered += r.delivered;
-            total.failed += r.failed;
+            total += r;
             if r.claimed == 0 || r.delivered == 0 {
                 return Ok(total);
             }

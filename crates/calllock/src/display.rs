@@ -165,7 +165,8 @@ pub fn print_call_list(business: &agent::BusinessProfile, calls: &[store::CallSu
         println!("no calls yet — try `calllock demo` or `calllock chat`");
         return;
     }
-    let zone = business_time(business, chrono::Utc::now(), "%Z");
+    // The zone's name, not today's abbreviation: rows from summer are CDT.
+    let zone = &business.timezone;
     println!(
         "{:<40} {:<20} {:<17} {:<12} {:<16} {:<17} {:<6} customer",
         "call id",

@@ -42,7 +42,13 @@
 //!    many addresses therefore slows guessing for everyone — but refused
 //!    attempts are not counted, so once the flood ends every counted
 //!    attempt is at most one window old and the owner can sign in again
-//!    within one window (a minute) of it ending.
+//!    within one window (a minute) of it ending. A flood that never ends
+//!    (a few addresses guessing slowly is enough to keep the global count
+//!    full) must not lock the owner out for good, so a browser that has
+//!    signed in before carries a **known-device** cookie ([`DEVICE_COOKIE`],
+//!    a random nonce MACed with the password hash in force: it outlives a
+//!    restart, and a new password voids it) that exempts its attempts from
+//!    the global count; the per-address limit still holds for it.
 //! 3. **A small pool** checks the passwords: [`SignInLimits::concurrent`]
 //!    threads of its own, each with one argon2 buffer it reuses, and at
 //!    most [`SignInLimits::queue`] checks waiting; beyond that a sign-in
@@ -70,6 +76,46 @@ pub const SESSION_TTL: Duration = Duration::from_secs(12 * 3600);
 pub const FAILURES_PER_MINUTE: usize = 5;
 /// The session cookie's name.
 pub const COOKIE: &str = "calllock_session";
+/// The known-device cookie's name (see the [module docs](self)); it is
+/// only sent to `/login`.
+pub const DEVICE_COOKIE: &str = "calllock_device";
+/// How long a known-device cookie lasts.
+pub const DEVICE_TTL: Duration = Duration::from_secs(365 * 86_400);
+
+/// The MAC of a known-device `nonce` under password hash `hash`.
+fn device_mac(nonce: &str, hash: &str) -> String {
+    use hmac::Mac;
+    let mut mac = hmac::Hmac::<sha2::Sha256>::new_from_slice(hash.as_bytes())
+        .expect("HMAC takes a key of any length");
+    mac.update(b"calllock known device\0");
+    mac.update(nonce.as_bytes());
+    mac.finalize()
+        .into_bytes()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// A fresh known-device token for a browser that just signed in with the
+/// password hash `hash`: `<nonce>.<mac>`.
+pub fn device_token(hash: &str) -> String {
+    let nonce = random_token();
+    let mac = device_mac(&nonce, hash);
+    format!("{nonce}.{mac}")
+}
+
+/// Whether `token` is a known-device token made under `hash` (the
+/// password in force): a new password voids every older one.
+pub fn is_known_device(token: &str, hash: &str) -> bool {
+    let Some((nonce, mac)) = token.split_once('.') else {
+        return false;
+    };
+    if nonce.len() != 64 || mac.len() != 64 {
+        return false;
+    }
+    subtle::ConstantTimeEq::ct_eq(device_mac(nonce, hash).as_bytes(), mac.as_bytes()).into()
+}
+
 /// How stale the password hash in force may be when a session is checked
 /// against it (it is re-read from the database in the background).
 pub const PASSWORD_CONFIRM_EVERY: Duration = Duration::from_secs(1);
@@ -273,6 +319,8 @@ impl Refused {
 pub struct Attempt {
     client: IpAddr,
     at: Instant,
+    /// Counted in the global back-off too (not for a known device).
+    global: bool,
 }
 
 /// The password checks are full: try again shortly.
@@ -474,6 +522,14 @@ impl Operator {
         self.in_force.confirmed(hash, now);
     }
 
+    /// Whether what this process knows of the hash in force is older than
+    /// `every` (or was never read): a session must not be judged on it.
+    pub fn password_stale(&self, every: Duration, now: Instant) -> bool {
+        lock(&self.in_force.state)
+            .confirmed
+            .is_none_or(|t| now.saturating_duration_since(t) >= every)
+    }
+
     /// Whether the hash in force should be read again now (last read
     /// `every` ago or longer, and no read under way); if so, the caller
     /// must read it and report to [`password_in_force`](Self::password_in_force).
@@ -493,12 +549,15 @@ impl Operator {
     /// Count a sign-in attempt from `ip` at `now` — before its password is
     /// checked, atomically with the check of the limits, so parallel
     /// attempts cannot all pass — or say why not. Refused attempts are not
-    /// counted.
+    /// counted. A `known_device` (it carried a valid [`DEVICE_COOKIE`]) is
+    /// held to the per-address limit only: the global back-off neither
+    /// refuses nor counts it.
     pub fn reserve(
         &self,
         ip: IpAddr,
         limits: &SignInLimits,
         now: Instant,
+        known_device: bool,
     ) -> Result<Attempt, Refused> {
         let client = client_key(ip);
         let window = limits.window;
@@ -518,7 +577,7 @@ impl Operator {
         let refused = if mine.len() >= limits.per_address {
             let oldest = mine.front().copied().unwrap_or(now);
             Some(Refused::Client(window.saturating_sub(now - oldest)))
-        } else if a.all.len() >= limits.global {
+        } else if !known_device && a.all.len() >= limits.global {
             let oldest = a.all.front().copied().unwrap_or(now);
             Some(Refused::Everyone(window.saturating_sub(now - oldest)))
         } else {
@@ -547,14 +606,22 @@ impl Operator {
             return Err(r);
         }
         mine.push_back(now);
-        a.all.push_back(now);
-        Ok(Attempt { client, at: now })
+        if !known_device {
+            a.all.push_back(now);
+        }
+        Ok(Attempt {
+            client,
+            at: now,
+            global: !known_device,
+        })
     }
 
     /// Uncount `attempt` (it succeeded, or its password was never checked).
     pub fn give_back(&self, attempt: Attempt) {
         let mut a = lock(&self.attempts);
-        remove_one(&mut a.all, attempt.at);
+        if attempt.global {
+            remove_one(&mut a.all, attempt.at);
+        }
         if let Some(q) = a.by_client.get_mut(&attempt.client) {
             remove_one(q, attempt.at);
             if q.is_empty() {
@@ -712,19 +779,19 @@ mod tests {
         let a = ip("203.0.113.7");
         for i in 0..FAILURES_PER_MINUTE {
             let _failed = o
-                .reserve(a, &l, t0 + Duration::from_secs(i as u64))
+                .reserve(a, &l, t0 + Duration::from_secs(i as u64), false)
                 .unwrap();
         }
         let later = t0 + Duration::from_secs(10);
         assert_eq!(
-            o.reserve(a, &l, later).unwrap_err(),
+            o.reserve(a, &l, later, false).unwrap_err(),
             Refused::Client(l.window - Duration::from_secs(10))
         );
         // Another address is not held back.
-        assert!(o.reserve(ip("203.0.113.8"), &l, later).is_ok());
+        assert!(o.reserve(ip("203.0.113.8"), &l, later, false).is_ok());
         // Once the first attempt is a window old, one more is counted.
-        assert!(o.reserve(a, &l, t0 + l.window).is_ok());
-        assert!(o.reserve(a, &l, t0 + l.window).is_err());
+        assert!(o.reserve(a, &l, t0 + l.window, false).is_ok());
+        assert!(o.reserve(a, &l, t0 + l.window, false).is_err());
     }
 
     #[test]
@@ -734,13 +801,13 @@ mod tests {
         let now = Instant::now();
         let a = ip("198.51.100.1");
         for _ in 0..100 {
-            let attempt = o.reserve(a, &l, now).unwrap();
+            let attempt = o.reserve(a, &l, now, false).unwrap();
             o.give_back(attempt);
         }
         for _ in 0..l.per_address {
-            let _ = o.reserve(a, &l, now).unwrap();
+            let _ = o.reserve(a, &l, now, false).unwrap();
         }
-        assert!(o.reserve(a, &l, now).is_err());
+        assert!(o.reserve(a, &l, now, false).is_err());
     }
 
     #[test]
@@ -751,7 +818,7 @@ mod tests {
         let mut refused = 0;
         for i in 0..1000u32 {
             let from = IpAddr::from(std::net::Ipv4Addr::from(0x0a00_0000 + i));
-            if o.reserve(from, &l, t0 + Duration::from_millis(i as u64))
+            if o.reserve(from, &l, t0 + Duration::from_millis(i as u64), false)
                 .is_err()
             {
                 refused += 1;
@@ -762,14 +829,65 @@ mod tests {
         // Right after the flood the owner, from elsewhere, is backed off …
         let owner = ip("192.0.2.1");
         assert!(matches!(
-            o.reserve(owner, &l, end),
+            o.reserve(owner, &l, end, false),
             Err(Refused::Everyone(_))
         ));
         // … and counted again one window after the flood ended, at the
         // latest (refused attempts did not count).
-        assert!(o.reserve(owner, &l, end + l.window).is_ok());
+        assert!(o.reserve(owner, &l, end + l.window, false).is_ok());
         // What is remembered stays bounded by what is counted.
         assert!(o.attempts.lock().unwrap().by_client.len() <= l.global + 65);
+    }
+
+    #[test]
+    fn a_known_device_signs_in_through_a_flood_that_never_ends() {
+        let o = Operator::default();
+        let l = SignInLimits::default();
+        let now = Instant::now();
+        // A slow flood keeps the global count full.
+        for i in 0..l.global {
+            let _ = o
+                .reserve(ip(&format!("198.51.100.{i}")), &l, now, false)
+                .unwrap();
+        }
+        let owner = ip("203.0.113.50");
+        assert!(matches!(
+            o.reserve(owner, &l, now, false),
+            Err(Refused::Everyone(_))
+        ));
+        // The owner's browser, known from an earlier sign-in: let in, and
+        // not counted against everyone.
+        let attempt = o.reserve(owner, &l, now, true).unwrap();
+        o.give_back(attempt);
+        assert!(matches!(
+            o.reserve(ip("198.51.100.200"), &l, now, false),
+            Err(Refused::Everyone(_))
+        ));
+        // Still held to the per-address limit.
+        for _ in 0..l.per_address {
+            let _ = o.reserve(owner, &l, now, true).unwrap();
+        }
+        assert!(matches!(
+            o.reserve(owner, &l, now, true),
+            Err(Refused::Client(_))
+        ));
+    }
+
+    #[test]
+    fn a_known_device_token_holds_only_under_the_password_it_was_made_with() {
+        let t = device_token("$argon2id$hash-one");
+        assert!(is_known_device(&t, "$argon2id$hash-one"));
+        assert!(
+            !is_known_device(&t, "$argon2id$hash-two"),
+            "a new password voids it"
+        );
+        let (nonce, mac) = t.split_once('.').unwrap();
+        let forged = format!("{nonce}.{}", "0".repeat(mac.len()));
+        assert!(!is_known_device(&forged, "$argon2id$hash-one"));
+        for junk in ["", ".", "abc", "x.y", &"a".repeat(200)] {
+            assert!(!is_known_device(junk, "$argon2id$hash-one"), "{junk:?}");
+        }
+        assert_ne!(device_token("h"), device_token("h"), "random nonces");
     }
 
     #[test]
@@ -779,11 +897,13 @@ mod tests {
         let now = Instant::now();
         for i in 0..l.per_address {
             let _ = o
-                .reserve(ip(&format!("2001:db8:1:2::{i:x}")), &l, now)
+                .reserve(ip(&format!("2001:db8:1:2::{i:x}")), &l, now, false)
                 .unwrap();
         }
-        assert!(o.reserve(ip("2001:db8:1:2:ffff::1"), &l, now).is_err());
-        assert!(o.reserve(ip("2001:db8:1:3::1"), &l, now).is_ok());
+        assert!(o
+            .reserve(ip("2001:db8:1:2:ffff::1"), &l, now, false)
+            .is_err());
+        assert!(o.reserve(ip("2001:db8:1:3::1"), &l, now, false).is_ok());
         assert_eq!(client_key(ip("::ffff:192.0.2.9")), ip("192.0.2.9"));
     }
 

@@ -196,7 +196,17 @@ fn a_root_owned_volume_is_handed_to_the_server_user() {
         uid
     );
     assert!(String::from_utf8_lossy(&out.stderr).contains("giving"));
-    // The next start finds it theirs already and says nothing.
+    // A command run as root in the container (`fly ssh console -C
+    // "calllock doctor"`) left a folder behind: the next start hands it
+    // over too.
+    std::fs::create_dir(volume.join("recordings")).unwrap();
+    let out = run("true");
+    assert!(out.status.success());
+    assert_eq!(
+        std::fs::metadata(volume.join("recordings")).unwrap().uid(),
+        uid
+    );
+    // A start that finds everything theirs already says nothing.
     let out = run("true");
     assert!(out.status.success());
     assert!(

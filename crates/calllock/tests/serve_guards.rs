@@ -354,7 +354,7 @@ async fn sigterm_with_a_live_call() {
 /// sharing one database: the agent's words print as they play, then the
 /// outcome the server recorded. The server logs JSON (`--log-format json`
 /// via its env): every line an object, the call's lines naming it, the
-/// metrics token never written.
+/// metrics token never written, and no caller's words or whole number.
 #[test]
 fn dial_drives_a_replay_script_against_a_live_server() {
     let dir = tempfile::tempdir().unwrap();
@@ -414,6 +414,25 @@ fn dial_drives_a_replay_script_against_a_live_server() {
 
     let log = std::fs::read_to_string(&log_path).unwrap();
     assert!(!log.contains("tok-s3cret-42"), "a secret in the log");
+    // Issue 22: at the image's log level (`info`) a server's log holds no
+    // caller's words and no whole phone number (the transcript dump is
+    // withheld; numbers are shown by their last four digits).
+    assert!(
+        !log.contains("TRANSCRIPT_DUMP"),
+        "a transcript in the log: {log}"
+    );
+    assert!(
+        !log.contains("stopped cooling"),
+        "the caller's words in the log: {log}"
+    );
+    assert!(
+        !log.contains("5125559876"),
+        "the caller's number in the log: {log}"
+    );
+    assert!(
+        log.contains("…9876"),
+        "the call's start names the caller's last digits: {log}"
+    );
     let lines: Vec<serde_json::Value> = log
         .lines()
         .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l:?}")))

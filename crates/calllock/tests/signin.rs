@@ -409,6 +409,68 @@ async fn the_owner_can_sign_in_after_a_flood() {
     s.server.stop().await;
 }
 
+/// Finding 3 when the flood does not end: a few addresses guessing slowly
+/// keep the global back-off full for as long as they like. The owner's
+/// browser, known from an earlier sign-in (its `calllock_device` cookie),
+/// still signs in; a browser never seen waits; a forged cookie is nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_owners_browser_signs_in_while_a_flood_goes_on() {
+    let hash = calllock::operator::hash_password(PASSWORD).unwrap();
+    let s = serve_with(|c| {
+        c.serve.operator_password_hash = hash;
+        c.serve.trusted_proxy = true;
+        // A long window: the flood outlasts the whole test.
+        c.serve.sign_in_window_s = 600.0;
+        c.serve.sign_in_attempts_global = 10;
+    })
+    .await;
+    let client = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let url = format!("http://{}/login", s.server.addr);
+    let sign_in = |cookie: Option<String>| {
+        let mut r = client
+            .post(&url)
+            .header("x-forwarded-for", "203.0.113.50")
+            .form(&[("password", PASSWORD)]);
+        if let Some(c) = cookie {
+            r = r.header("cookie", c);
+        }
+        r.send()
+    };
+    // Yesterday: the owner signed in from this browser.
+    let r = sign_in(None).await.unwrap();
+    assert_eq!(r.status(), 303);
+    let device = r
+        .headers()
+        .get_all("set-cookie")
+        .iter()
+        .map(|v| v.to_str().unwrap().to_string())
+        .find(|c| c.starts_with("calllock_device="))
+        .expect("a known-device cookie");
+    assert!(
+        device.contains("Path=/login") && device.contains("HttpOnly"),
+        "{device}"
+    );
+    let device = device.split(';').next().unwrap().to_string();
+
+    // Today: guesses from many addresses fill the global count.
+    let statuses = at_once(&s, 40, |i| Some(format!("10.9.{i}.1"))).await;
+    assert!(count(&statuses, 429) > 0, "{statuses:?}");
+    // A browser never seen, right password: paused like everyone.
+    let r = sign_in(None).await.unwrap();
+    assert_eq!(r.status(), 429);
+    assert!(r.text().await.unwrap().contains("paused for everyone"));
+    // A forged known-device cookie changes nothing.
+    let forged = format!("calllock_device={}.{}", "a".repeat(64), "b".repeat(64));
+    assert_eq!(sign_in(Some(forged)).await.unwrap().status(), 429);
+    // The owner's browser: in.
+    let r = sign_in(Some(device)).await.unwrap();
+    assert_eq!(r.status(), 303, "{:?}", r.text().await);
+    s.server.stop().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn changing_the_password_ends_old_sessions() {
     let s = serve_with(|_| {}).await;

@@ -266,6 +266,21 @@ enum Numbers {
     Many,
 }
 
+/// `sql` with the filter's arguments bound, in order.
+fn with_args<'q>(
+    sql: &'q str,
+    f: &'q Filter,
+) -> sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>> {
+    let mut query = sqlx::query(sql);
+    for a in &f.args {
+        query = match a {
+            Arg::Text(s) => query.bind(s.as_str()),
+            Arg::Int(i) => query.bind(*i),
+        };
+    }
+    query
+}
+
 impl Store {
     /// The calls `q` asks for, newest first (ties by id).
     ///
@@ -349,15 +364,8 @@ impl Store {
         limit: u32,
     ) -> Result<Vec<(CallSummary, i64)>, StoreError> {
         let sql = search_sql(f, limit);
-        let mut query = sqlx::query(&sql);
-        for a in &f.args {
-            query = match a {
-                Arg::Text(s) => query.bind(s.as_str()),
-                Arg::Int(i) => query.bind(*i),
-            };
-        }
         let mut out = Vec::new();
-        for row in query.fetch_all(self.pool()).await? {
+        for row in with_args(&sql, f).fetch_all(self.pool()).await? {
             let c = summary_from(&row)?;
             let secs: i64 = sqlx::Row::try_get(&row, "started_unix")?;
             out.push((c, secs));
@@ -443,14 +451,7 @@ impl Store {
         let mut out = Vec::new();
         for f in self.search_plan(q).await? {
             let sql = format!("{prefix}{}", search_sql(&f, q.limit.clamp(1, MAX_PAGE)));
-            let mut query = sqlx::query(&sql);
-            for a in &f.args {
-                query = match a {
-                    Arg::Text(s) => query.bind(s.as_str()),
-                    Arg::Int(i) => query.bind(*i),
-                };
-            }
-            for row in query.fetch_all(self.pool()).await? {
+            for row in with_args(&sql, &f).fetch_all(self.pool()).await? {
                 out.push(sqlx::Row::try_get::<String, _>(&row, col)?);
             }
         }

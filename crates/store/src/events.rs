@@ -138,29 +138,47 @@ impl Store {
         started_unix: f64,
         instance: &str,
     ) -> Result<(), StoreError> {
-        let started = DateTime::<Utc>::from_timestamp_millis((started_unix * 1000.0) as i64)
-            .unwrap_or_default();
-        let done = sqlx::query(
-            "INSERT INTO calls (call_id, phone, started_at, started_unix, record, transcript, \
-                 status, instance, postcall_done) \
-             VALUES ($1, $2, $3, $4, 'null', '[]', 'active', $5, 0) \
-             ON CONFLICT (call_id) DO UPDATE SET status = 'active', \
-                 instance = excluded.instance, postcall_done = 0 \
-             WHERE calls.status <> 'completed'",
-        )
-        .bind(call_id)
-        .bind(normalize_phone(phone))
-        .bind(ts(&started))
-        .bind(started.timestamp())
-        .bind(instance)
-        .execute(self.pool())
-        .await?;
-        if done.rows_affected() == 0 {
+        let on_conflict = "DO UPDATE SET status = 'active', instance = excluded.instance, \
+                           postcall_done = 0 WHERE calls.status <> 'completed'";
+        if !self
+            .insert_active_call(on_conflict, call_id, phone, started_unix, instance)
+            .await?
+        {
             return Err(StoreError::CallCompleted {
                 call_id: call_id.into(),
             });
         }
         Ok(())
+    }
+
+    /// Insert `call_id` as an active call; what a row already there gets
+    /// is `on_conflict` (an `ON CONFLICT (call_id)` action). Whether a row
+    /// was written.
+    async fn insert_active_call(
+        &self,
+        on_conflict: &str,
+        call_id: &str,
+        phone: &str,
+        started_unix: f64,
+        instance: &str,
+    ) -> Result<bool, StoreError> {
+        let started = DateTime::<Utc>::from_timestamp_millis((started_unix * 1000.0) as i64)
+            .unwrap_or_default();
+        let sql = format!(
+            "INSERT INTO calls (call_id, phone, started_at, started_unix, record, transcript, \
+                 status, instance, postcall_done) \
+             VALUES ($1, $2, $3, $4, 'null', '[]', 'active', $5, 0) \
+             ON CONFLICT (call_id) {on_conflict}"
+        );
+        let done = sqlx::query(&sql)
+            .bind(call_id)
+            .bind(normalize_phone(phone))
+            .bind(ts(&started))
+            .bind(started.timestamp())
+            .bind(instance)
+            .execute(self.pool())
+            .await?;
+        Ok(done.rows_affected() > 0)
     }
 
     /// Record that a *new* call has begun on `instance` (status `active`),
@@ -176,22 +194,10 @@ impl Store {
         started_unix: f64,
         instance: &str,
     ) -> Result<(), StoreError> {
-        let started = DateTime::<Utc>::from_timestamp_millis((started_unix * 1000.0) as i64)
-            .unwrap_or_default();
-        let done = sqlx::query(
-            "INSERT INTO calls (call_id, phone, started_at, started_unix, record, transcript, \
-                 status, instance, postcall_done) \
-             VALUES ($1, $2, $3, $4, 'null', '[]', 'active', $5, 0) \
-             ON CONFLICT (call_id) DO NOTHING",
-        )
-        .bind(call_id)
-        .bind(normalize_phone(phone))
-        .bind(ts(&started))
-        .bind(started.timestamp())
-        .bind(instance)
-        .execute(self.pool())
-        .await?;
-        if done.rows_affected() == 0 {
+        if !self
+            .insert_active_call("DO NOTHING", call_id, phone, started_unix, instance)
+            .await?
+        {
             return Err(StoreError::CallExists {
                 call_id: call_id.into(),
             });

@@ -384,7 +384,20 @@ async fn retry(
     let id = path_of(id)?;
     let now = chrono::Utc::now().timestamp_millis() as f64 / 1000.0;
     let worker = app.vendors.outbox_worker(&app.cfg);
-    match worker.retry_now(&id, now).await.map_err(store_failed)? {
+    // On a task of its own: a client that goes away (or the request
+    // timeout) must not stop the attempt between sending and recording
+    // its result, which would leave the item leased and sent again later.
+    let attempt = {
+        let id = id.clone();
+        tokio::spawn(async move { worker.retry_now(&id, now).await })
+    };
+    let outcome = attempt.await.map_err(|e| {
+        ApiError(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!("the attempt failed: {e}"),
+        )
+    })?;
+    match outcome.map_err(store_failed)? {
         RetryOutcome::Delivered(answer) => Ok(axum::Json(json!({
             "id": id,
             "outcome": "delivered",

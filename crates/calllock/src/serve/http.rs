@@ -48,15 +48,17 @@ pub(super) async fn metrics(State(app): State<Arc<App>>, headers: HeaderMap) -> 
 
 /// Whether a request may read the full health report (it names the
 /// database, the vendors and whether signatures are checked): the
-/// signed-in operator, a bearer of the metrics or API token, or a client
-/// on this very machine talking to us directly (a loopback peer, with no
-/// proxy's forwarding headers: a proxy on this machine relays the world).
+/// signed-in operator, a bearer of the metrics or API token, or — on a
+/// server that listens on loopback only, so no proxy can relay the world
+/// to it unseen — a client on this very machine with no proxy's
+/// forwarding headers.
 fn may_read_health(app: &App, headers: &HeaderMap, peer: SocketAddr) -> bool {
     let cfg = &app.cfg.serve;
     let forwarded = ["forwarded", "x-forwarded-for", "x-real-ip"]
         .iter()
         .any(|h| headers.contains_key(*h));
-    (peer.ip().is_loopback() && !forwarded && !cfg.trusted_proxy)
+    let local = app.addr.ip().is_loopback() && peer.ip().is_loopback();
+    (local && !forwarded && !cfg.trusted_proxy)
         || super::auth::bearer_ok(headers, &cfg.metrics_token)
         || super::auth::bearer_ok(headers, &cfg.api_token)
         || super::signin::session_of(app, headers).is_some()

@@ -2,16 +2,20 @@
 //! needs (axum's own `serve` sets none):
 //!
 //! - **Header read timeout** ([`HEADER_READ_TIMEOUT`]): a client must send
-//!   a request's headers within this time of starting them, or of the
-//!   connection opening (a slowloris client trickling bytes is cut off).
+//!   a request's headers within this time of the connection opening, or
+//!   of the previous answer on a kept-alive connection (a slowloris client
+//!   trickling bytes is cut off, and a kept-alive connection waiting for
+//!   its next request closes after this long — clients and proxies open a
+//!   new one).
 //! - **Request timeout** ([`REQUEST_TIMEOUT`]): reading the body and
 //!   handling a request may take this long at most; the client then gets
 //!   408. Streaming a response (a recording to a slow phone) and a
 //!   WebSocket after its upgrade are not bounded by it.
 //! - **Idle timeout** ([`IDLE_TIMEOUT`]): a connection on which nothing
-//!   moved either way for this long is closed — a kept-alive connection
-//!   nobody uses, or a call's socket whose peer vanished without closing
-//!   (Twilio sends audio every 20 ms for the whole call).
+//!   moved either way for this long is closed — a request whose client
+//!   stopped reading or sending mid-way, or a call's socket whose peer
+//!   vanished without closing (Twilio sends audio every 20 ms for the
+//!   whole call, so a live call never idles).
 //!
 //! Each request carries the peer's address as [`ConnectInfo`], as with
 //! `into_make_service_with_connect_info`. [`serve`] stops accepting when
@@ -146,6 +150,27 @@ impl<T> Idle<T> {
         self.timer.as_mut().reset(Instant::now() + self.limit);
     }
 
+    /// A write's result: progress restarts the clock; `Pending` becomes
+    /// an error once the connection has idled too long.
+    fn wrote(
+        &mut self,
+        cx: &mut Context<'_>,
+        r: Poll<io::Result<usize>>,
+    ) -> Poll<io::Result<usize>> {
+        match r {
+            Poll::Ready(r) => {
+                if matches!(r, Ok(n) if n > 0) {
+                    self.moved();
+                }
+                Poll::Ready(r)
+            }
+            Poll::Pending => {
+                self.check(cx)?;
+                Poll::Pending
+            }
+        }
+    }
+
     /// `Pending` becomes an error once the connection has idled too long.
     fn check(&mut self, cx: &mut Context<'_>) -> io::Result<()> {
         match self.timer.as_mut().poll(cx) {
@@ -188,18 +213,8 @@ impl<T: AsyncWrite + Unpin> AsyncWrite for Idle<T> {
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
         let this = self.get_mut();
-        match Pin::new(&mut this.inner).poll_write(cx, buf) {
-            Poll::Ready(r) => {
-                if matches!(r, Ok(n) if n > 0) {
-                    this.moved();
-                }
-                Poll::Ready(r)
-            }
-            Poll::Pending => {
-                this.check(cx)?;
-                Poll::Pending
-            }
-        }
+        let r = Pin::new(&mut this.inner).poll_write(cx, buf);
+        this.wrote(cx, r)
     }
 
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
@@ -218,18 +233,8 @@ impl<T: AsyncWrite + Unpin> AsyncWrite for Idle<T> {
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
         let this = self.get_mut();
-        match Pin::new(&mut this.inner).poll_write_vectored(cx, bufs) {
-            Poll::Ready(r) => {
-                if matches!(r, Ok(n) if n > 0) {
-                    this.moved();
-                }
-                Poll::Ready(r)
-            }
-            Poll::Pending => {
-                this.check(cx)?;
-                Poll::Pending
-            }
-        }
+        let r = Pin::new(&mut this.inner).poll_write_vectored(cx, bufs);
+        this.wrote(cx, r)
     }
 
     fn is_write_vectored(&self) -> bool {

@@ -184,6 +184,11 @@ impl Server {
             .route("/ws/twilio", get(http::stream))
             // Every answer: CSP, nosniff, no framing, no referrer, no-store.
             .layer(axum::middleware::from_fn(crate::web::security_headers))
+            // Sessions judged against the password in force, read afresh.
+            .layer(axum::middleware::from_fn_with_state(
+                app.clone(),
+                signin::fresh_password,
+            ))
             .with_state(app.clone());
         let (stop_http, stop_rx) = watch::channel(false);
         // With the limits a public server needs (slow or idle clients are

@@ -10,8 +10,8 @@
 
 use super::App;
 use crate::operator::{
-    cookie_token, forwarded_client, Refused, SignInLimits, COOKIE, PASSWORD_CONFIRM_EVERY,
-    SESSION_TTL,
+    cookie_token, device_token, forwarded_client, is_known_device, Refused, SignInLimits, COOKIE,
+    DEVICE_COOKIE, DEVICE_TTL, PASSWORD_CONFIRM_EVERY, SESSION_TTL,
 };
 use axum::extract::{ConnectInfo, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
@@ -169,7 +169,19 @@ pub(super) async fn sign_in(
 ) -> Response {
     let ip = client_of(&app, peer.ip(), &headers);
     let limits = SignInLimits::of(&app.cfg.serve);
-    let attempt = match app.operator.reserve(ip, &limits, Instant::now()) {
+    // A browser that signed in before is exempt from the global back-off
+    // (its token is checked against the password in force; only a request
+    // that carries one costs the extra read).
+    let known_device = match device_cookie(&headers) {
+        Some(token) => password_hash(&app)
+            .await
+            .is_some_and(|hash| is_known_device(token, &hash)),
+        None => false,
+    };
+    let attempt = match app
+        .operator
+        .reserve(ip, &limits, Instant::now(), known_device)
+    {
         Ok(a) => a,
         Err(refused) => {
             let wait = how_long(refused.retry_after());
@@ -237,11 +249,67 @@ pub(super) async fn sign_in(
         "{COOKIE}={token}; Path=/; HttpOnly; SameSite=Strict; Max-Age={}{secure}",
         SESSION_TTL.as_secs()
     );
+    // This browser is known from now on (sent only to /login).
+    let device = format!(
+        "{DEVICE_COOKIE}={}; Path=/login; HttpOnly; SameSite=Strict; Max-Age={}{secure}",
+        device_token(&hash),
+        DEVICE_TTL.as_secs()
+    );
     let mut r = (StatusCode::SEE_OTHER, [(header::LOCATION, "/")]).into_response();
-    if let Ok(v) = HeaderValue::from_str(&cookie) {
-        r.headers_mut().insert(header::SET_COOKIE, v);
+    for c in [cookie, device] {
+        if let Ok(v) = HeaderValue::from_str(&c) {
+            r.headers_mut().append(header::SET_COOKIE, v);
+        }
     }
     r
+}
+
+/// The known-device token among a request's cookies.
+fn device_cookie(headers: &HeaderMap) -> Option<&str> {
+    headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .filter_map(|p| p.trim().split_once('='))
+        .find(|(k, _)| *k == DEVICE_COOKIE)
+        .map(|(_, v)| v)
+        .filter(|v| !v.is_empty())
+}
+
+/// Middleware: a request with a session cookie is judged against the
+/// password hash in force as read at most [`PASSWORD_CONFIRM_EVERY`] ago —
+/// when what this process knows is older, the hash is read again *before*
+/// the request goes on (a one-row read), so not even the first request
+/// after `calllock operator password` gets in with an old session.
+pub(crate) async fn fresh_password(
+    State(app): State<Arc<App>>,
+    req: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    let with_session = req
+        .headers()
+        .get(header::COOKIE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(cookie_token)
+        .is_some();
+    if with_session
+        && app
+            .operator
+            .password_stale(PASSWORD_CONFIRM_EVERY, Instant::now())
+    {
+        let read_at = Instant::now();
+        let configured = app.cfg.serve.operator_password_hash.trim();
+        if !configured.is_empty() {
+            app.operator.confirmed(Some(configured), read_at);
+        } else {
+            match app.vendors.store.operator_password_hash().await {
+                Ok(hash) => app.operator.confirmed(hash.as_deref(), read_at),
+                Err(e) => tracing::error!(error = %e, "cannot read the operator password"),
+            }
+        }
+    }
+    next.run(req).await
 }
 
 /// `POST /logout` (with the session's `X-CSRF-Token`): the session ends

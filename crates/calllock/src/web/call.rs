@@ -133,11 +133,16 @@ fn text<'a>(session: &'a Value, key: &str) -> &'a str {
     session[key].as_str().map(str::trim).unwrap_or("")
 }
 
-/// Who called: the name they gave (else the number).
-fn caller_name(summary: &store::CallSummary, session: &Value) -> String {
+/// The name the caller gave, if any.
+fn given_name<'a>(summary: &'a store::CallSummary, session: &'a Value) -> Option<&'a str> {
     [summary.customer_name.trim(), text(session, "customer_name")]
         .into_iter()
         .find(|n| !n.is_empty())
+}
+
+/// Who called: the name they gave (else the number).
+fn caller_name(summary: &store::CallSummary, session: &Value) -> String {
+    given_name(summary, session)
         .unwrap_or(summary.phone.trim())
         .to_string()
 }
@@ -156,9 +161,7 @@ struct Headline<'a> {
 /// comes, when they called. The details follow below it.
 fn headline(h: &Headline) -> String {
     let s = h.summary;
-    let name = [s.customer_name.trim(), text(h.session, "customer_name")]
-        .into_iter()
-        .find(|n| !n.is_empty());
+    let name = given_name(s, h.session);
     let problem = [s.problem.trim(), text(h.session, "problem_description")]
         .into_iter()
         .find(|p| !p.is_empty());
