@@ -11,10 +11,11 @@
 //!   everyone out).
 //! - A session is bound to the password hash it signed in with: once
 //!   another hash is in force (`calllock operator password` run again, by
-//!   any process on the same database), every older session is over. The
-//!   hash in force is re-read from the database at most every
-//!   [`PASSWORD_CONFIRM_EVERY`] while sessions are being used, so a change
-//!   ends old sessions within about that long.
+//!   any process on the same database), every older session is over. A
+//!   request with a session cookie waits for the hash in force to be read
+//!   again when what this process knows is older than
+//!   [`PASSWORD_CONFIRM_EVERY`] (`serve::signin::fresh_password`), so a
+//!   change ends old sessions from the next request on.
 //! - Every state change made with a session cookie must carry the
 //!   session's CSRF token (`X-CSRF-Token`); an API token in
 //!   `Authorization` is not ambient, so it needs none.
@@ -117,7 +118,8 @@ pub fn is_known_device(token: &str, hash: &str) -> bool {
 }
 
 /// How stale the password hash in force may be when a session is checked
-/// against it (it is re-read from the database in the background).
+/// against it (a request with a session waits for a fresh read when what
+/// this process knows is older).
 pub const PASSWORD_CONFIRM_EVERY: Duration = Duration::from_secs(1);
 
 /// How signing in is limited (see the [module docs](self)).
@@ -328,8 +330,9 @@ pub struct Attempt {
 pub struct Busy;
 
 /// The attempts counted in the window: per client and all together.
-/// Every attempt is in both, so the per-client map never holds more than
-/// [`SignInLimits::global`] attempts (empty entries are pruned).
+/// Every attempt is in both (but a known device's, which only its client
+/// counts), so the per-client map stays about as small as the global
+/// count (empty and expired entries are pruned).
 #[derive(Debug, Default)]
 struct Attempts {
     by_client: HashMap<IpAddr, VecDeque<Instant>>,
@@ -406,10 +409,9 @@ impl Checks {
     }
 }
 
-/// The password hash in force, as far as this process knows: shared with
-/// the background read that confirms it ([`Operator::password_in_force`]).
+/// The password hash in force, as far as this process knows.
 #[derive(Debug, Default)]
-pub struct PasswordInForce {
+struct PasswordInForce {
     state: Mutex<InForce>,
     /// The key of the password fingerprints (random per process).
     keys: RandomState,
@@ -421,8 +423,6 @@ struct InForce {
     password: Option<u64>,
     /// When it was last read; `None`: never.
     confirmed: Option<Instant>,
-    /// A read is under way.
-    confirming: bool,
 }
 
 impl PasswordInForce {
@@ -434,21 +434,14 @@ impl PasswordInForce {
     /// at `read_at` (when the read began): sessions of any other hash are
     /// over. A read older than the last one told is ignored (it may have
     /// begun before a change that a newer read saw).
-    pub fn confirmed(&self, hash: Option<&str>, read_at: Instant) {
+    fn confirmed(&self, hash: Option<&str>, read_at: Instant) {
         let password = hash.map(|h| self.fingerprint(h));
         let mut f = lock(&self.state);
-        f.confirming = false;
         if f.confirmed.is_some_and(|t| t > read_at) {
             return;
         }
         f.password = password;
         f.confirmed = Some(read_at);
-    }
-
-    /// Reading the hash in force failed: keep the last one, try again
-    /// later.
-    pub fn confirm_failed(&self) {
-        lock(&self.state).confirming = false;
     }
 }
 
@@ -459,7 +452,7 @@ pub struct Operator {
     attempts: Mutex<Attempts>,
     /// Made with the first check's limits.
     checks: OnceLock<Checks>,
-    in_force: Arc<PasswordInForce>,
+    in_force: PasswordInForce,
 }
 
 /// Lock `m`, also after a panic elsewhere (the data stays consistent: every
@@ -511,39 +504,22 @@ impl Operator {
         lock(&self.sessions).remove(token);
     }
 
-    /// What this process knows of the password hash in force, to be told
-    /// of a fresh read ([`PasswordInForce::confirmed`]).
-    pub fn password_in_force(&self) -> Arc<PasswordInForce> {
-        self.in_force.clone()
-    }
-
-    /// [`PasswordInForce::confirmed`].
-    pub fn confirmed(&self, hash: Option<&str>, now: Instant) {
-        self.in_force.confirmed(hash, now);
+    /// The password hash in force is `hash` (`None`: none is set), as read
+    /// at `read_at` (when the read began): sessions of any other hash are
+    /// over. A read older than the last one told is ignored (it may have
+    /// begun before a change that a newer read saw).
+    pub fn confirmed(&self, hash: Option<&str>, read_at: Instant) {
+        self.in_force.confirmed(hash, read_at);
     }
 
     /// Whether what this process knows of the hash in force is older than
-    /// `every` (or was never read): a session must not be judged on it.
+    /// `every` (or was never read): a session must not be judged on it
+    /// before the hash is read again (a failed read leaves it stale, so
+    /// the next request tries again).
     pub fn password_stale(&self, every: Duration, now: Instant) -> bool {
         lock(&self.in_force.state)
             .confirmed
             .is_none_or(|t| now.saturating_duration_since(t) >= every)
-    }
-
-    /// Whether the hash in force should be read again now (last read
-    /// `every` ago or longer, and no read under way); if so, the caller
-    /// must read it and report to [`password_in_force`](Self::password_in_force).
-    pub fn begin_confirming(&self, every: Duration, now: Instant) -> bool {
-        let mut f = lock(&self.in_force.state);
-        let due = f
-            .confirmed
-            .is_none_or(|t| now.saturating_duration_since(t) >= every);
-        if due && !f.confirming {
-            f.confirming = true;
-            true
-        } else {
-            false
-        }
     }
 
     /// Count a sign-in attempt from `ip` at `now` — before its password is
@@ -755,16 +731,10 @@ mod tests {
         let o = Operator::default();
         let t0 = Instant::now();
         let every = Duration::from_secs(1);
-        assert!(o.begin_confirming(every, t0), "never read");
-        assert!(!o.begin_confirming(every, t0), "a read is under way");
+        assert!(o.password_stale(every, t0), "never read");
         o.confirmed(Some(HASH), t0);
-        assert!(!o.begin_confirming(every, t0 + every / 2));
-        assert!(o.begin_confirming(every, t0 + every));
-        o.password_in_force().confirm_failed();
-        assert!(
-            o.begin_confirming(every, t0 + every),
-            "a failed read is retried"
-        );
+        assert!(!o.password_stale(every, t0 + every / 2));
+        assert!(o.password_stale(every, t0 + every));
     }
 
     fn ip(s: &str) -> IpAddr {

@@ -21,19 +21,22 @@ use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// The password hash in force: the configured one, else the database's.
-async fn password_hash(app: &App) -> Option<String> {
+/// The password hash in force: the configured one, else the database's
+/// (`None`: no password is set).
+async fn read_password_hash(app: &App) -> Result<Option<String>, store::StoreError> {
     let configured = app.cfg.serve.operator_password_hash.trim();
     if !configured.is_empty() {
-        return Some(configured.to_string());
+        return Ok(Some(configured.to_string()));
     }
-    match app.vendors.store.operator_password_hash().await {
-        Ok(h) => h,
-        Err(e) => {
-            tracing::error!(error = %e, "cannot read the operator password");
-            None
-        }
-    }
+    app.vendors.store.operator_password_hash().await
+}
+
+/// [`read_password_hash`], a failed read logged and taken as none.
+async fn password_hash(app: &App) -> Option<String> {
+    read_password_hash(app).await.unwrap_or_else(|e| {
+        tracing::error!(error = %e, "cannot read the operator password");
+        None
+    })
 }
 
 /// Whether this request reached us over HTTPS (directly as configured, or
@@ -48,47 +51,14 @@ fn over_https(app: &App, headers: &HeaderMap) -> bool {
 }
 
 /// The session of a request's cookie (signed in with the password in
-/// force).
+/// force, as [`fresh_password`] read it before the request went on).
 pub(crate) fn session_of(
     app: &App,
     headers: &HeaderMap,
 ) -> Option<(String, crate::operator::Session)> {
     let cookies = headers.get(header::COOKIE)?.to_str().ok()?;
     let token = cookie_token(cookies)?;
-    confirm_password(app);
     app.operator.session(token).map(|s| (token.to_string(), s))
-}
-
-/// Keep the operator's idea of the password in force fresh: the
-/// configured hash, or — read in the background at most every
-/// [`PASSWORD_CONFIRM_EVERY`] — the database's, which `calllock operator
-/// password` may change from another process at any time.
-fn confirm_password(app: &App) {
-    let now = Instant::now();
-    if !app.operator.begin_confirming(PASSWORD_CONFIRM_EVERY, now) {
-        return;
-    }
-    let configured = app.cfg.serve.operator_password_hash.trim();
-    if !configured.is_empty() {
-        app.operator.confirmed(Some(configured), now);
-        return;
-    }
-    let Ok(runtime) = tokio::runtime::Handle::try_current() else {
-        app.operator.password_in_force().confirm_failed();
-        return;
-    };
-    let store = app.vendors.store.clone();
-    let in_force = app.operator.password_in_force();
-    runtime.spawn(async move {
-        let read_at = Instant::now();
-        match store.operator_password_hash().await {
-            Ok(hash) => in_force.confirmed(hash.as_deref(), read_at),
-            Err(e) => {
-                tracing::error!(error = %e, "cannot read the operator password");
-                in_force.confirm_failed();
-            }
-        }
-    });
 }
 
 /// The client a sign-in comes from: the connecting address, or behind a
@@ -299,14 +269,11 @@ pub(crate) async fn fresh_password(
             .password_stale(PASSWORD_CONFIRM_EVERY, Instant::now())
     {
         let read_at = Instant::now();
-        let configured = app.cfg.serve.operator_password_hash.trim();
-        if !configured.is_empty() {
-            app.operator.confirmed(Some(configured), read_at);
-        } else {
-            match app.vendors.store.operator_password_hash().await {
-                Ok(hash) => app.operator.confirmed(hash.as_deref(), read_at),
-                Err(e) => tracing::error!(error = %e, "cannot read the operator password"),
-            }
+        match read_password_hash(&app).await {
+            Ok(hash) => app.operator.confirmed(hash.as_deref(), read_at),
+            // What was known stays, and stays stale: the next request
+            // reads again.
+            Err(e) => tracing::error!(error = %e, "cannot read the operator password"),
         }
     }
     next.run(req).await
