@@ -235,6 +235,9 @@ impl Stage for AdkConversation {
                 ControlFrame::SynthesisDone { id, total } => {
                     self.accountant.set_total_audio(MsgId(id), total);
                 }
+                ControlFrame::SynthesisCut { id, start, spoken } => {
+                    self.accountant.cut_sentence(MsgId(id), start, spoken);
+                }
                 ControlFrame::UtteranceStarted { id } => {
                     let o = self.accountant.played(MsgId(id), Duration::ZERO);
                     self.outcomes(o);

@@ -85,7 +85,9 @@ pub fn callback_request(s: &crate::Session) -> ToolCall {
             s.callback_phone.clone()
         },
         callback_type: s.effective_callback_type().to_string(),
-        reason: if s.problem_description.is_empty() {
+        reason: if !s.callback_reason.is_empty() {
+            s.callback_reason.clone()
+        } else if s.problem_description.is_empty() {
             "Callback requested".into()
         } else {
             s.problem_description.clone()

@@ -97,14 +97,22 @@ const RECOVERY_TAGS: TagMap = &[
     ),
     (
         "COMPLAINT_PRICE",
-        &["too expensive", "overcharged", "price"],
+        &[
+            "too expensive",
+            "overcharged",
+            "overcharging",
+            "price gouging",
+            "ripped off",
+            "rip off",
+            "rip-off",
+        ],
     ),
     ("COMPLAINT_SERVICE", &["poor service", "rude"]),
     (
         "COMPLAINT_NOFIX",
         &["still broken", "didn't fix", "not fixed"],
     ),
-    ("ESCALATION_REQ", &["manager", "supervisor", "speak to"]),
+    ("ESCALATION_REQ", &["escalate", "file a complaint"]),
     ("COMPETITOR_MENTION", &["cheaper quote", "another company"]),
 ];
 
@@ -145,6 +153,204 @@ fn tags_from(lower: &str, map: TagMap) -> Vec<String> {
         .collect()
 }
 
+/// RECOVERY tags: the keyword map, plus a price complaint ("the price is
+/// way too high") and a request to speak to a manager or supervisor, read
+/// clause by clause. The word "price" alone (a question, a surname) and a
+/// job title ("I'm the office manager") tag nothing.
+fn recovery_tags(lower: &str) -> Vec<String> {
+    let clauses: Vec<Vec<&str>> = lower
+        .split(['.', '!', '?', ';', ',', '\n'])
+        .map(|c| {
+            c.split(|ch: char| !(crate::keywords::is_word_char(ch) || ch == '\'' || ch == '-'))
+                .filter(|w| !w.is_empty())
+                .collect()
+        })
+        .collect();
+    let price = clauses.iter().any(|c| price_complaint(c));
+    let escalation = clauses.iter().any(|c| escalation_request(c));
+    RECOVERY_TAGS
+        .iter()
+        .filter(|(tag, kws)| {
+            kws.iter().any(|k| contains_word(lower, k))
+                || (*tag == "COMPLAINT_PRICE" && price)
+                || (*tag == "ESCALATION_REQ" && escalation)
+        })
+        .map(|(tag, _)| tag.to_string())
+        .collect()
+}
+
+/// "price"/"prices"/"charge" with a complaint word in the same clause.
+fn price_complaint(words: &[&str]) -> bool {
+    const PRICE: &[&str] = &[
+        "price", "prices", "pricing", "charge", "charges", "bill", "fee",
+    ];
+    const COMPLAINT: &[&str] = &[
+        "too",
+        "high",
+        "crazy",
+        "ridiculous",
+        "outrageous",
+        "gouging",
+        "insane",
+        "steep",
+        "unfair",
+        "jacked",
+        "raised",
+        "doubled",
+        "absurd",
+        "robbery",
+        "overpriced",
+        "expensive",
+        "wrong",
+    ];
+    words.iter().any(|w| PRICE.contains(w)) && words.iter().any(|w| COMPLAINT.contains(w))
+}
+
+/// A request to speak to a manager or supervisor ("can I talk to your
+/// manager", "get me a supervisor", "I want the person in charge"), not a
+/// job title ("I'm the facilities manager", "our office manager will let
+/// you in").
+fn escalation_request(words: &[&str]) -> bool {
+    const TITLE: &[&str] = &["manager", "supervisor", "boss", "charge"];
+    const ASK: &[&str] = &[
+        "speak", "talk", "get", "transfer", "connect", "put", "see", "want", "need", "reach",
+        "let", "give", "through",
+    ];
+    const JOB: &[&str] = &[
+        "office",
+        "facilities",
+        "facility",
+        "property",
+        "building",
+        "general",
+        "site",
+        "maintenance",
+        "store",
+        "account",
+        "project",
+        "operations",
+        "leasing",
+        "community",
+        "regional",
+        "branch",
+        "hr",
+        "plant",
+        "restaurant",
+        "shop",
+        "apartment",
+        "complex",
+        "assistant",
+    ];
+    const SELF: &[&str] = &["i'm", "im", "am", "as", "we're", "she's", "he's"];
+    words.iter().enumerate().any(|(i, w)| {
+        if !TITLE.contains(w) {
+            return false;
+        }
+        // "in charge" only as "someone/person in charge".
+        if *w == "charge" && !(i >= 2 && words[i - 1] == "in") {
+            return false;
+        }
+        let before = &words[i.saturating_sub(6)..i];
+        if i > 0 && JOB.contains(&words[i - 1]) {
+            return false;
+        }
+        if before.iter().any(|b| SELF.contains(b)) && !before.contains(&"your") {
+            return false;
+        }
+        before.iter().any(|b| ASK.contains(b)) || i > 0 && words[i - 1] == "your"
+    })
+}
+
+/// The caller's words of a transcript: lines of the agent or a tool are
+/// dropped ("Agent: …", "[Tool: …]"), a "Caller:" prefix is removed, and
+/// the caller's own name ("my name is Tom Price") is blanked, so that a
+/// surname never reads as a keyword.
+fn caller_text(transcript_text: &str, customer_name: &str) -> String {
+    let mut out = String::with_capacity(transcript_text.len());
+    let mut names: Vec<String> = Vec::new();
+    let full = customer_name.trim().to_lowercase();
+    if !full.is_empty() {
+        names.push(full);
+    }
+    let mut asked_name = false;
+    for line in transcript_text.lines() {
+        let t = line.trim();
+        let low = t.to_lowercase();
+        let speaker = low.split_once(':').map(|(who, _)| who.trim());
+        let (agent, text) = match speaker {
+            Some("agent" | "assistant" | "ai" | "bot" | "calllock") => (true, ""),
+            Some("caller" | "user" | "customer") => {
+                (false, t.split_once(':').map_or("", |(_, r)| r))
+            }
+            _ if low.starts_with("[tool") => (true, ""),
+            _ => (false, t),
+        };
+        if agent {
+            asked_name = low.contains("name");
+            continue;
+        }
+        let mut line_low = text.to_lowercase();
+        let mut said: Vec<String> = names.clone();
+        let mut words: Vec<String> = Vec::new();
+        if let Some(n) = crate::extract::name_in(text, asked_name) {
+            // Each word of the name, where it is written as a name
+            // ("Price. Ellen Price."), in the line that gives it.
+            words.extend(n.split(' ').filter(|w| w.len() > 1).map(String::from));
+            said.push(n.to_lowercase());
+        }
+        said.sort_by_key(|n| std::cmp::Reverse(n.len()));
+        for n in &said {
+            line_low = blank_word(&line_low, n);
+        }
+        if line_low.len() == text.len() {
+            for w in words.iter().filter(|w| w.is_ascii()) {
+                let marks = blank_word(text, w);
+                // Blank in the lower-cased line what was blanked as written.
+                let mut bytes = line_low.into_bytes();
+                for (k, (a, b)) in text.bytes().zip(marks.bytes()).enumerate() {
+                    if a != b {
+                        bytes[k] = b' ';
+                    }
+                }
+                line_low = String::from_utf8(bytes).unwrap_or_default();
+            }
+        }
+        asked_name = false;
+        out.push_str(&line_low);
+        out.push('\n');
+    }
+    out
+}
+
+/// `hay` with every whole-word occurrence of `word` replaced by spaces.
+fn blank_word(hay: &str, word: &str) -> String {
+    if word.is_empty() {
+        return hay.to_string();
+    }
+    let mut out = String::with_capacity(hay.len());
+    let mut rest = hay;
+    while let Some(at) = rest.find(word) {
+        let end = at + word.len();
+        let before = rest[..at]
+            .chars()
+            .next_back()
+            .is_some_and(crate::keywords::is_word_char);
+        let after = rest[end..]
+            .chars()
+            .next()
+            .is_some_and(crate::keywords::is_word_char);
+        out.push_str(&rest[..at]);
+        if before || after {
+            out.push_str(&rest[at..end]);
+        } else {
+            out.push_str(&" ".repeat(word.len()));
+        }
+        rest = &rest[end..];
+    }
+    out.push_str(rest);
+    out
+}
+
 fn urgency_tag(tier: &str) -> &'static str {
     match tier {
         "emergency" => "EMERGENCY_SAMEDAY",
@@ -156,12 +362,22 @@ fn urgency_tag(tier: &str) -> &'static str {
 }
 
 /// The nine-category tag map (SPEC §7.6, D-15). Matching text is the
-/// lower-cased `transcript_text + " " + problem_description`; every category
+/// lower-cased caller's words of `transcript_text` (agent lines dropped, the
+/// caller's own name blanked: see [`caller_text`]) + " " +
+/// `problem_description`; RECOVERY's price complaint and escalation request
+/// are read clause by clause (see [`recovery_tags`]); every category
 /// is present (possibly `[]`) and tags keep their declared order. HAZARD is
 /// only evaluated for a `safety_exit` call (defaulting to `HEALTH_RISK`),
 /// which also replaces URGENCY by `CRITICAL_EVACUATE`.
 pub fn classify_tags(state: State, session: &crate::Session, transcript_text: &str) -> Value {
-    let lower = format!("{} {}", transcript_text, session.problem_description).to_lowercase();
+    let lower = format!(
+        "{} {}",
+        caller_text(transcript_text, &session.customer_name),
+        blank_word(
+            &session.problem_description.to_lowercase(),
+            &session.customer_name.trim().to_lowercase()
+        )
+    );
     let safety = state == State::SafetyExit;
 
     let hazard = if safety {
@@ -196,7 +412,7 @@ pub fn classify_tags(state: State, session: &crate::Session, transcript_text: &s
         "URGENCY": urgency,
         "SERVICE_TYPE": tags_from(&lower, SERVICE_TYPE_TAGS),
         "REVENUE": revenue,
-        "RECOVERY": tags_from(&lower, RECOVERY_TAGS),
+        "RECOVERY": recovery_tags(&lower),
         "LOGISTICS": tags_from(&lower, LOGISTICS_TAGS),
         "CUSTOMER": [customer],
         "NON_CUSTOMER": tags_from(&lower, NON_CUSTOMER_TAGS),
@@ -595,6 +811,103 @@ mod tests {
             &tags(State::Confirm, json!({}), "Caller: still waiting, no one called back. The dog is out, gate code 1234, my grandma has a medical condition"),
             &json!({"RECOVERY": ["CALLBACK_RISK"], "LOGISTICS": ["GATE_CODE", "PET_SECURE"], "CONTEXT": ["ELDERLY_OCCUPANT", "MEDICAL_NEED"]}),
         );
+    }
+
+    fn recovery(session: Value, text: &str) -> Value {
+        tags(State::Confirm, session, text)["RECOVERY"].clone()
+    }
+
+    #[test]
+    fn a_name_never_tags_a_price_complaint() {
+        for (session, text) in [
+            (
+                json!({"customer_name": "Tom Price"}),
+                "Caller: my name is Tom Price",
+            ),
+            (json!({}), "Caller: my name is Tom Price and my AC is out"),
+            (
+                json!({}),
+                "Agent: Can I get your name?\nCaller: Price. Ellen Price.",
+            ),
+            (json!({}), "Caller: it's under Price"),
+            (
+                json!({"customer_name": "Ellen Price"}),
+                "Caller: Ellen Price, P-R-I-C-E",
+            ),
+            (
+                json!({}),
+                "Caller: this is Bill Price from Acme Property Management",
+            ),
+            (json!({}), "Caller: what's the price of a tune-up?"),
+            (json!({}), "Caller: can you give me a price for a new unit"),
+            (
+                json!({}),
+                "Agent: the price is 89 dollars, too high for some\nCaller: ok",
+            ),
+        ] {
+            assert_eq!(recovery(session, text), json!([]), "{text:?}");
+        }
+        for text in [
+            "Caller: the price is way too high",
+            "Caller: your prices are ridiculous",
+            "Caller: I was overcharged last time",
+            "Caller: my name is Tom Price and that price was outrageous",
+            "Caller: it's too expensive",
+        ] {
+            assert_eq!(
+                recovery(json!({"customer_name": "Tom Price"}), text),
+                json!(["COMPLAINT_PRICE"]),
+                "{text:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_job_title_never_tags_escalation() {
+        for text in [
+            "Caller: I'm the facilities manager for the building",
+            "Caller: hi, this is Dana, office manager at Lakeline Pediatrics",
+            "Caller: our property manager said to call you",
+            "Caller: I am the manager here",
+            "Caller: I work as a store manager, the AC is out",
+            "Caller: my supervisor asked me to call",
+            "Caller: speak to you soon",
+            "Agent: I can have a manager call you\nCaller: ok thanks",
+            "Caller: I need to speak to a technician",
+        ] {
+            assert_eq!(recovery(json!({}), text), json!([]), "{text:?}");
+        }
+        for text in [
+            "Caller: I want to speak to a manager",
+            "Caller: can I talk to your supervisor",
+            "Caller: get me your manager right now",
+            "Caller: put me through to the person in charge",
+            "Caller: I'm the office manager and I want to speak to a supervisor",
+            "Caller: let me talk to your boss",
+            "Caller: I want to escalate this",
+        ] {
+            assert_eq!(
+                recovery(json!({}), text),
+                json!(["ESCALATION_REQ"]),
+                "{text:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn only_the_callers_lines_are_tagged() {
+        let t = tags(
+            State::Confirm,
+            json!({}),
+            "Agent: any gas smell, burning smell or smoke? Is a dog or a gate in the way?\nCaller: no, nothing like that",
+        );
+        subset(&t, &json!({"LOGISTICS": [], "SERVICE_TYPE": []}));
+        let t = tags(
+            State::Confirm,
+            json!({}),
+            "Agent: okay\nCaller: the gate code is 1234 and the dog is out",
+        );
+        subset(&t, &json!({"LOGISTICS": ["GATE_CODE", "PET_SECURE"]}));
     }
 
     fn prio(t: Value) -> (String, String) {

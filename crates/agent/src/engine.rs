@@ -33,7 +33,8 @@ use crate::extract::{apply_extraction, ExtractedFields};
 use crate::machine::{Action, Policy, Speak, StateMachine};
 use crate::profile::BusinessProfile;
 use crate::prompts::{
-    callback_script, passes_booking_filter, system_prompt, terminal_follow_up, Canned,
+    callback_script, passes_booking_filter, persona, system_prompt_after, terminal_follow_up,
+    Canned, FILLERS,
 };
 use crate::responder::{ChatMessage, ChatRole};
 use crate::session::{HistoryMessage, Role, Session, TranscriptEntry};
@@ -58,6 +59,10 @@ pub struct EngineConfig {
     pub idle_prompt_s: f64,
     /// Unanswered idle prompts before the agent says goodbye and hangs up.
     pub idle_max_prompts: u32,
+    /// The dead-air budget's filler (issue 24): a caller turn whose reply
+    /// has not begun this long after the words came in hears "One moment."
+    /// (0 = off: text chats and simulations, which have no dead air).
+    pub filler_after_s: f64,
 }
 
 impl Default for EngineConfig {
@@ -69,9 +74,14 @@ impl Default for EngineConfig {
             end_call_max_wait_s: 10.0,
             idle_prompt_s: 10.0,
             idle_max_prompts: 2,
+            filler_after_s: 0.0,
         }
     }
 }
+
+/// Quiet after the safety script before the agent hangs up: time for one
+/// short question, not for "are you still there?" (issue 23).
+pub const SAFETY_EXIT_WAIT_S: f64 = 4.0;
 
 /// The engine's timers. The shell starts them on [`Effect::StartTimer`] and
 /// reports expiry with [`Input::TimerFired`]; restarting a timer replaces it,
@@ -86,6 +96,8 @@ pub enum Timer {
     HangupCeiling,
     /// The caller has been silent since the agent's last line.
     Idle,
+    /// The reply to the caller's turn is late: say a filler.
+    Filler,
 }
 
 /// Something that happened to the call.
@@ -130,10 +142,19 @@ pub enum Input {
     FlushTranscript,
     /// The audio output finished playing everything queued so far.
     BotStoppedSpeaking,
-    /// The caller is speaking (voice activity or an interim transcript; no
-    /// text yet). A post-tool buffer waits for quiet: its debounce restarts
-    /// (still capped by `buffer_max_s`), and the idle prompt is off.
+    /// The caller is speaking (voice activity; no text yet). A post-tool buffer waits for quiet: its debounce restarts
+    /// (still capped by `buffer_max_s`), and the idle prompt is off until
+    /// the words are in.
     CallerSpeaking,
+    /// An interim transcript: words are coming. Like [`Input::CallerSpeaking`],
+    /// except that words of speech that already stopped (owed a final
+    /// result) do not make the caller "speaking" again.
+    CallerWords,
+    /// The caller stopped speaking (voice activity ended); their words may
+    /// still be being recognised. The idle wait counts from here, and if no
+    /// words (and no word of "nothing") come by its end, the caller hears
+    /// "Sorry, I didn't catch that" — never "are you still there?".
+    CallerStopped,
     /// The audio output is still playing (progress). A pending hang-up's
     /// ceiling (D-10) counts from the last sign of progress: it exists so a
     /// stuck TTS cannot keep a call open, not to cut off a long last line.
@@ -145,6 +166,9 @@ pub enum Input {
     },
     /// The caller hung up (media stream closed).
     CallerHungUp,
+    /// The reply to the caller's turn has begun (the LLM's first words, or
+    /// audio): no filler is needed.
+    ReplyStarted,
 }
 
 /// Something the shell must do.
@@ -216,6 +240,7 @@ struct Turn {
     stage: Stage,
     callback_attempted: bool,
     alert_attempted: bool,
+    manage_attempted: bool,
     awaiting: Option<Awaiting>,
 }
 
@@ -232,6 +257,8 @@ const EPS: f64 = 1e-9;
 pub struct Engine<P: Policy = StateMachine> {
     policy: P,
     profile: BusinessProfile,
+    /// The system prompt's first part, written once ([`persona`]).
+    persona: String,
     config: EngineConfig,
     session: Session,
     context: Vec<ChatMessage>,
@@ -245,6 +272,18 @@ pub struct Engine<P: Policy = StateMachine> {
     idle_at: Option<f64>,
     /// Idle prompts said since the caller last spoke.
     idle_prompts: u32,
+    /// When a filler is said if the reply has not begun (None = not armed).
+    filler_at: Option<f64>,
+    /// Fillers said this call (the next one's words).
+    fillers: u8,
+    /// The caller is speaking (voice activity or an interim transcript,
+    /// and no stop or final result since).
+    speaking: bool,
+    /// Stretches of the caller's speech that ended and whose final result
+    /// (words, nothing, or "not heard") has not come: a recogniser under
+    /// load can be several behind. While the caller speaks or words are
+    /// owed, the idle controller must not ask whether they are there.
+    owed: u32,
     /// The terminal state whose script was said; later replies there get a
     /// short closing instead of the script word for word.
     terminal_said: Option<State>,
@@ -266,10 +305,12 @@ impl<P: Policy> Engine<P> {
         profile: BusinessProfile,
         config: EngineConfig,
     ) -> Self {
-        let prompt = system_prompt(session.state, &session, &profile);
+        let persona = persona(&profile);
+        let prompt = system_prompt_after(&persona, session.state, &session, &profile);
         Engine {
             policy,
             profile,
+            persona,
             config,
             session,
             context: vec![ChatMessage {
@@ -284,6 +325,10 @@ impl<P: Policy> Engine<P> {
             ended: false,
             idle_at: None,
             idle_prompts: 0,
+            speaking: false,
+            owed: 0,
+            filler_at: None,
+            fillers: 0,
             terminal_said: None,
         }
     }
@@ -356,6 +401,7 @@ impl<P: Policy> Engine<P> {
 
     /// [`handle`](Self::handle) appending to a caller-owned vector.
     pub fn handle_into(&mut self, input: Input, now: f64, out: &mut Vec<Effect>) {
+        let input_is_vad = matches!(input, Input::CallerSpeaking);
         match input {
             Input::ClientConnected => {
                 if !self.ended {
@@ -363,12 +409,23 @@ impl<P: Policy> Engine<P> {
                 }
             }
             Input::NotHeard => {
+                self.words_came();
                 if !self.ended && self.turn.is_none() && self.buffer.is_none() {
                     self.speak(Canned::NotHeard, now, out);
                 }
             }
             Input::Transcript { text, is_final } => {
-                if !is_final || text.trim().is_empty() {
+                let nothing = text.trim().is_empty();
+                if is_final {
+                    let was_hearing = self.hearing();
+                    self.words_came();
+                    if nothing && was_hearing {
+                        // A breath, a cough: the recogniser is done and
+                        // heard no words. The idle wait starts again.
+                        self.arm_idle(now, out);
+                    }
+                }
+                if !is_final || nothing {
                     out.push(Effect::PassThrough { text, is_final });
                 } else if self.ended {
                     tracing::debug!("utterance after hang-up ignored");
@@ -380,11 +437,19 @@ impl<P: Policy> Engine<P> {
             }
             Input::ToolResult { result } => self.tool_result(result, now, out),
             Input::ScopedReply { text } => self.scoped_reply(text, now, out),
-            Input::ContextMessage(m) => self.context.push(m),
+            Input::ContextMessage(m) => {
+                if m.role == ChatRole::Assistant {
+                    self.filler_at = None;
+                }
+                self.context.push(m)
+            }
             Input::CaptureAgentResponses | Input::FlushTranscript => self.capture(now),
             Input::AgentInterrupted { said, heard } => self.agent_interrupted(&said, &heard),
-            Input::CallerSpeaking => {
+            Input::CallerSpeaking | Input::CallerWords => {
                 self.idle_at = None;
+                if input_is_vad || self.owed == 0 {
+                    self.speaking = true;
+                }
                 if let Some(b) = self.buffer.as_mut() {
                     let deadline = (now + self.config.buffer_debounce_s)
                         .min(b.start + self.config.buffer_max_s);
@@ -397,7 +462,14 @@ impl<P: Policy> Engine<P> {
                     }
                 }
             }
+            Input::CallerStopped => {
+                if std::mem::take(&mut self.speaking) {
+                    self.owed += 1;
+                    self.arm_idle(now, out);
+                }
+            }
             Input::BotSpeaking => {
+                self.filler_at = None;
                 if let Some(h) = self.hangup.as_mut() {
                     if h.grace_at.is_none() && !self.ended {
                         h.ceiling_at = now + self.config.end_call_max_wait_s;
@@ -423,6 +495,7 @@ impl<P: Policy> Engine<P> {
             }
             Input::TimerFired(timer) => self.timer(timer, now, out),
             Input::ExtractionDone { fields } => apply_extraction(&mut self.session, &fields),
+            Input::ReplyStarted => self.filler_at = None,
             Input::CallerHungUp => {
                 self.ended = true;
                 self.hangup = None;
@@ -454,7 +527,20 @@ impl<P: Policy> Engine<P> {
             }
             Timer::Idle => {
                 let due = self.idle_at.is_some_and(|at| now + EPS >= at);
-                if due && self.idle_allowed() {
+                if due && self.idle_allowed() && self.terminal_said == Some(State::SafetyExit) {
+                    // The household was told to leave: no "are you still
+                    // there?" — the call ends once the script has played
+                    // and the line stays quiet.
+                    self.idle_at = None;
+                    self.end_call(out);
+                } else if due && self.idle_allowed() && self.hearing() {
+                    // The caller spoke and no words came for it in a whole
+                    // idle wait (the recogniser fell behind or lost them):
+                    // they are there; ask them to say it again, once.
+                    self.idle_at = None;
+                    (self.speaking, self.owed) = (false, 0);
+                    self.speak(Canned::NotHeard, now, out);
+                } else if due && self.idle_allowed() {
                     self.idle_at = None;
                     self.idle_prompts += 1;
                     if self.idle_prompts > self.config.idle_max_prompts {
@@ -467,6 +553,18 @@ impl<P: Policy> Engine<P> {
                         // Other words: never the same line twice in a row.
                         self.speak(Canned::IdlePromptAgain, now, out);
                     }
+                }
+            }
+            Timer::Filler => {
+                let due = self.filler_at.is_some_and(|at| now + EPS >= at);
+                // Post-tool buffering (SPEC §5.5) counts too: it is
+                // silence on the line. The flush arms it again for the
+                // wait on the reply.
+                if due && !self.ended && self.hangup.is_none() {
+                    self.filler_at = None;
+                    let n = self.fillers % FILLERS.len() as u8;
+                    self.fillers = self.fillers.wrapping_add(1);
+                    self.speak(Canned::Filler(n), now, out);
                 }
             }
             Timer::HangupGrace | Timer::HangupCeiling => {
@@ -513,6 +611,22 @@ impl<P: Policy> Engine<P> {
         self.start_turn(text.clone(), &text, now, out);
     }
 
+    /// The dead-air budget (issue 24): a turn that waits on the LLM or a
+    /// tool with nothing said yet gets a filler if its reply has not begun
+    /// within `filler_after_s` ([`Input::ReplyStarted`] or the bot's audio
+    /// disarms it).
+    fn arm_filler(&mut self, now: f64, out: &mut Vec<Effect>) {
+        if self.config.filler_after_s <= 0.0 || self.ended {
+            return;
+        }
+        let at = now + self.config.filler_after_s;
+        self.filler_at = Some(at);
+        out.push(Effect::StartTimer {
+            timer: Timer::Filler,
+            at,
+        });
+    }
+
     /// Leave buffer mode. D-1: only the fragments that arrived while
     /// buffering are judged (once, joined); with none, no state-machine run
     /// happens and the LLM just receives the text.
@@ -527,6 +641,7 @@ impl<P: Policy> Engine<P> {
         }
         if buf.fragments.is_empty() {
             self.forward_to_llm(llm_text, out);
+            self.arm_filler(now, out);
             return;
         }
         let judged = buf.fragments.join(" ");
@@ -536,9 +651,28 @@ impl<P: Policy> Engine<P> {
     /// Run the state machine on `judged` and carry the turn as far as it
     /// goes without an outside answer.
     fn start_turn(&mut self, llm_text: String, judged: &str, now: f64, out: &mut Vec<Effect>) {
+        let from = out.len();
+        self.turn_body(llm_text, judged, now, out);
+        let new = &out[from..];
+        let speaks = new.iter().any(|e| matches!(e, Effect::Speak { .. }));
+        let waits = new
+            .iter()
+            .any(|e| matches!(e, Effect::ToLlm { .. } | Effect::CallTool(_)));
+        if waits && !speaks {
+            self.arm_filler(now, out);
+        }
+    }
+
+    /// The turn itself ([`Self::start_turn`] adds the filler's timer).
+    fn turn_body(&mut self, llm_text: String, judged: &str, now: f64, out: &mut Vec<Effect>) {
         let start_state = self.session.state;
         let action = self.policy.process(&mut self.session, judged);
-        if self.session.state == State::PreConfirm {
+        let time_changed = self.session.heard.changed.iter().any(|c| c == "time");
+        if self.session.state == State::PreConfirm
+            && (start_state != State::PreConfirm
+                || self.session.booking_time.is_empty()
+                || time_changed)
+        {
             // Fix the visit time now, so the read-back says what is booked.
             let s = &self.session;
             self.session.booking_time = resolve_booking_time(
@@ -558,6 +692,7 @@ impl<P: Policy> Engine<P> {
             stage: Stage::Speak,
             callback_attempted: false,
             alert_attempted: false,
+            manage_attempted: false,
             awaiting: None,
         });
         self.advance(now, out);
@@ -669,11 +804,28 @@ impl<P: Policy> Engine<P> {
         {
             return Some(Tool::SendSalesLeadAlert);
         }
+        // A returning caller who asked after the appointment, or to move it
+        // to a time they named, in their first words: done as soon as the
+        // lookup finds it, not asked again.
+        let asked_already = matches!(s.manage_action.as_str(), "status" | "cancel")
+            || (s.manage_action == "reschedule" && !s.manage_time_hint.is_empty());
+        if s.state == State::ManageBooking
+            && turn.start_state != State::ManageBooking
+            && asked_already
+            && !turn.manage_attempted
+        {
+            return Some(Tool::ManageAppointment);
+        }
         let promised = s.state.promises_callback()
             || (s.state == State::NonService
                 && turn.start_state != State::NonService
                 && matches!(s.callback_type.as_str(), "billing" | "warranty"));
-        if promised && !s.callback_created && s.callback_attempts < 2 && !turn.callback_attempted {
+        if promised
+            && !s.callback_created
+            && !s.callback_declined
+            && s.callback_attempts < 2
+            && !turn.callback_attempted
+        {
             return Some(Tool::CreateCallback);
         }
         None
@@ -691,6 +843,7 @@ impl<P: Policy> Engine<P> {
             match tool {
                 Tool::CreateCallback => turn.callback_attempted = true,
                 Tool::SendSalesLeadAlert => turn.alert_attempted = true,
+                Tool::ManageAppointment => turn.manage_attempted = true,
                 _ => {}
             }
             turn.awaiting = Some(Awaiting::Tool(tool));
@@ -744,6 +897,15 @@ impl<P: Policy> Engine<P> {
             return;
         };
         let state = self.session.state;
+        if self.terminal_said == Some(State::SafetyExit)
+            && state == State::SafetyExit
+            && self.session.heard.question.is_none()
+        {
+            // The household was told to leave and asks nothing: no more
+            // words keep them inside — the call ends now.
+            self.end_call(out);
+            return;
+        }
         if self.terminal_said == Some(state) {
             // Said once; now answer the caller briefly (same canned id),
             // and never the same line twice in a row.
@@ -858,6 +1020,7 @@ impl<P: Policy> Engine<P> {
     /// an agent reply for turn counting.
     fn speak_text(&mut self, canned: Canned, text: String, now: f64, out: &mut Vec<Effect>) {
         self.idle_at = None;
+        self.filler_at = None;
         self.capture(now);
         let state = self.session.state;
         self.session
@@ -895,6 +1058,22 @@ impl<P: Policy> Engine<P> {
     }
 
     /// The idle controller may act: nothing in flight, nothing pending.
+    /// The caller is speaking, or words they said are still owed.
+    fn hearing(&self) -> bool {
+        self.speaking || self.owed > 0
+    }
+
+    /// A final result (or "not heard") came: for the oldest stretch of
+    /// speech still owed, else for the speech going on (a final before
+    /// the voice activity's stop).
+    fn words_came(&mut self) {
+        if self.owed > 0 {
+            self.owed -= 1;
+        } else {
+            self.speaking = false;
+        }
+    }
+
     fn idle_allowed(&self) -> bool {
         self.config.idle_prompt_s > 0.0
             && !self.ended
@@ -909,7 +1088,14 @@ impl<P: Policy> Engine<P> {
         if !self.idle_allowed() {
             return;
         }
-        let at = now + self.config.idle_prompt_s;
+        // After the safety script the wait is only long enough for one
+        // short question; then the call ends (see the idle timer).
+        let wait = if self.terminal_said == Some(State::SafetyExit) {
+            self.config.idle_prompt_s.min(SAFETY_EXIT_WAIT_S)
+        } else {
+            self.config.idle_prompt_s
+        };
+        let at = now + wait;
         self.idle_at = Some(at);
         out.push(Effect::StartTimer {
             timer: Timer::Idle,
@@ -951,7 +1137,12 @@ impl<P: Policy> Engine<P> {
     }
 
     fn refresh_system_prompt(&mut self) {
-        let prompt = system_prompt(self.session.state, &self.session, &self.profile);
+        let prompt = system_prompt_after(
+            &self.persona,
+            self.session.state,
+            &self.session,
+            &self.profile,
+        );
         match self.context.first_mut() {
             Some(m) if m.role == ChatRole::System => m.content = prompt,
             _ => self.context.insert(
@@ -1191,6 +1382,228 @@ mod tests {
         );
         assert!(e.buffer_mode());
         assert!(idle_timer(&e.handle(Input::BotStoppedSpeaking, 0.6)).is_none());
+    }
+
+    /// Issue 24 row 7: a caller who spoke while the agent's line was still
+    /// playing, and whose words the recogniser is slow to deliver, is never
+    /// asked whether they are there.
+    #[test]
+    fn never_are_you_still_there_while_words_are_being_recognised() {
+        let mut e = engine_in(State::Discovery);
+        e.handle(Input::CallerSpeaking, 0.0);
+        // The agent's line ends after the caller started: the idle wait is
+        // armed, but the caller's words are still coming.
+        e.handle(Input::BotStoppedSpeaking, 0.5);
+        let at = idle_timer(&e.handle(Input::CallerStopped, 2.0)).unwrap();
+        assert_eq!(at, 12.0, "the wait counts from the end of the speech");
+        // The earlier arming is stale now.
+        assert!(e.handle(Input::TimerFired(Timer::Idle), 10.5).is_empty());
+        // The words are in before the wait ends: an ordinary turn.
+        let fx = e.handle(
+            Input::Transcript {
+                text: "my name is Dana Fields".into(),
+                is_final: true,
+            },
+            9.0,
+        );
+        assert!(
+            fx.iter().any(|f| matches!(f, Effect::ToLlm { .. })),
+            "{fx:?}"
+        );
+        assert!(e.handle(Input::TimerFired(Timer::Idle), 12.0).is_empty());
+
+        // The recogniser falls behind a whole wait: "didn't catch that",
+        // once; then the ordinary idle prompts.
+        let mut e = engine_in(State::Discovery);
+        e.handle(Input::BotStoppedSpeaking, 0.0);
+        e.handle(Input::CallerSpeaking, 1.0);
+        let at = idle_timer(&e.handle(Input::CallerStopped, 3.0)).unwrap();
+        let fx = e.handle(Input::TimerFired(Timer::Idle), at);
+        assert!(spoke(&fx, Canned::NotHeard), "{fx:?}");
+        assert!(!spoke(&fx, Canned::IdlePrompt));
+        let at = idle_timer(&e.handle(Input::BotStoppedSpeaking, at + 3.0)).unwrap();
+        let fx = e.handle(Input::TimerFired(Timer::Idle), at);
+        assert!(spoke(&fx, Canned::IdlePrompt), "{fx:?}");
+        // The late words still count when they come.
+        let fx = e.handle(
+            Input::Transcript {
+                text: "it's blowing warm air".into(),
+                is_final: true,
+            },
+            at + 1.0,
+        );
+        assert!(
+            fx.iter().any(|f| matches!(f, Effect::ToLlm { .. })),
+            "{fx:?}"
+        );
+    }
+
+    /// A sound with no words (the recogniser says so with an empty final
+    /// result) restarts the idle wait; silence between results does not.
+    #[test]
+    fn a_cough_restarts_the_idle_wait_and_empty_results_alone_do_not() {
+        let mut e = engine_in(State::Discovery);
+        assert_eq!(
+            idle_timer(&e.handle(Input::BotStoppedSpeaking, 0.0)),
+            Some(10.0)
+        );
+        let empty = || Input::Transcript {
+            text: String::new(),
+            is_final: true,
+        };
+        // A vendor's empty result in silence: the wait goes on.
+        assert!(idle_timer(&e.handle(empty(), 4.0)).is_none());
+        assert!(spoke(
+            &e.handle(Input::TimerFired(Timer::Idle), 10.0),
+            Canned::IdlePrompt
+        ));
+        e.handle(Input::BotStoppedSpeaking, 12.0);
+        e.handle(Input::CallerSpeaking, 13.0);
+        e.handle(Input::CallerStopped, 13.5);
+        assert_eq!(idle_timer(&e.handle(empty(), 14.0)), Some(24.0));
+        assert!(spoke(
+            &e.handle(Input::TimerFired(Timer::Idle), 24.0),
+            Canned::IdlePromptAgain
+        ));
+    }
+
+    /// A recogniser several utterances behind (Whisper under load): the
+    /// first stretch's words come and are answered while the second's are
+    /// still owed — the wait after the answer ends in "didn't catch that",
+    /// not "are you still there?". An interim result of speech that already
+    /// stopped does not make the caller "speaking" again.
+    #[test]
+    fn words_still_owed_after_an_answer_are_never_taken_for_silence() {
+        let mut e = engine_in(State::Discovery);
+        e.handle(Input::CallerSpeaking, 0.0);
+        e.handle(Input::CallerStopped, 1.0);
+        e.handle(Input::CallerSpeaking, 1.5);
+        e.handle(Input::CallerStopped, 2.5);
+        let final_ = |text: &str| Input::Transcript {
+            text: text.into(),
+            is_final: true,
+        };
+        let fx = e.handle(final_("my name is"), 4.0);
+        assert!(fx.iter().any(|f| matches!(f, Effect::ToLlm { .. })));
+        e.handle(Input::ContextMessage(ChatMessage::assistant("Okay.")), 4.5);
+        e.handle(Input::CaptureAgentResponses, 4.5);
+        let at = idle_timer(&e.handle(Input::BotStoppedSpeaking, 6.0)).unwrap();
+        let fx = e.handle(Input::TimerFired(Timer::Idle), at);
+        assert!(spoke(&fx, Canned::NotHeard), "{fx:?}");
+        assert!(!spoke(&fx, Canned::IdlePrompt));
+
+        // The second stretch's words came: nothing is owed; a late interim
+        // result of that speech changes nothing; silence is silence.
+        let mut e = engine_in(State::Discovery);
+        e.handle(Input::CallerSpeaking, 0.0);
+        e.handle(Input::CallerStopped, 1.0);
+        e.handle(Input::CallerSpeaking, 1.5);
+        e.handle(Input::CallerStopped, 2.5);
+        e.handle(final_(""), 3.0);
+        e.handle(Input::CallerWords, 3.1);
+        e.handle(final_("it's blowing warm air"), 3.5);
+        e.handle(Input::ContextMessage(ChatMessage::assistant("Okay.")), 4.0);
+        e.handle(Input::CaptureAgentResponses, 4.0);
+        let at = idle_timer(&e.handle(Input::BotStoppedSpeaking, 6.0)).unwrap();
+        let fx = e.handle(Input::TimerFired(Timer::Idle), at);
+        assert!(spoke(&fx, Canned::IdlePrompt), "{fx:?}");
+    }
+
+    fn filler_timer(effects: &[Effect]) -> Option<f64> {
+        effects.iter().find_map(|e| match e {
+            Effect::StartTimer {
+                timer: Timer::Filler,
+                at,
+            } => Some(*at),
+            _ => None,
+        })
+    }
+
+    /// Issue 24: a late reply is preceded by a filler, never the same one
+    /// twice in a row; a reply that has begun gets none.
+    #[test]
+    fn a_late_reply_gets_a_filler_and_a_prompt_one_does_not() {
+        let config = EngineConfig {
+            filler_after_s: 1.0,
+            ..EngineConfig::default()
+        };
+        let session = Session {
+            state: State::Discovery,
+            ..Session::new("+15125551234")
+        };
+        let mut e = Engine::new(session, BusinessProfile::default(), config);
+        let said = |text: &str| Input::Transcript {
+            text: text.into(),
+            is_final: true,
+        };
+        let mut fillers = Vec::new();
+        for (i, line) in ["my name is Dana Fields", "it's blowing warm air", "yes"]
+            .iter()
+            .enumerate()
+        {
+            let t = 10.0 * i as f64;
+            let fx = e.handle(said(line), t);
+            let at = filler_timer(&fx).unwrap_or_else(|| panic!("{fx:?}"));
+            assert_eq!(at, t + 1.0);
+            if i == 1 {
+                // The LLM's first words came in time: no filler.
+                e.handle(Input::ReplyStarted, t + 0.6);
+                assert!(e.handle(Input::TimerFired(Timer::Filler), at).is_empty());
+            } else {
+                let fx = e.handle(Input::TimerFired(Timer::Filler), at);
+                let Some(Effect::Speak { canned, text }) = fx.first() else {
+                    panic!("{fx:?}");
+                };
+                assert!(matches!(canned, Canned::Filler(_)));
+                fillers.push(text.clone());
+            }
+            e.handle(
+                Input::ContextMessage(ChatMessage::assistant("Okay.")),
+                t + 2.0,
+            );
+            e.handle(Input::CaptureAgentResponses, t + 2.0);
+        }
+        assert_eq!(fillers.len(), 2);
+        assert_ne!(
+            fillers[0], fillers[1],
+            "never the same filler twice in a row"
+        );
+        // Post-tool buffering is silence too: the filler comes during it,
+        // and the wait for the reply counts again from the flush.
+        let session = Session::new("+15125551234");
+        let mut e = Engine::new(session, BusinessProfile::default(), config);
+        let fx = e.handle(said("my AC is broken"), 0.0);
+        assert!(
+            fx.iter().any(|f| matches!(f, Effect::CallTool(_))),
+            "{fx:?}"
+        );
+        e.handle(
+            Input::ToolResult {
+                result: serde_json::json!({"found": false}),
+            },
+            0.2,
+        );
+        assert!(e.buffer_mode());
+        let fx = e.handle(Input::TimerFired(Timer::Filler), 1.0);
+        assert!(
+            fx.iter().any(|f| matches!(
+                f,
+                Effect::Speak {
+                    canned: Canned::Filler(_),
+                    ..
+                }
+            )),
+            "{fx:?}"
+        );
+        let fx = e.handle(Input::TimerFired(Timer::Debounce), 1.7);
+        assert!(
+            fx.iter().any(|f| matches!(f, Effect::ToLlm { .. })),
+            "{fx:?}"
+        );
+        assert_eq!(filler_timer(&fx), Some(2.7), "{fx:?}");
+        // Off by default (text chats and simulations).
+        let mut e = engine_in(State::Discovery);
+        assert!(filler_timer(&e.handle(said("my name is Dana Fields"), 0.0)).is_none());
     }
 
     #[test]

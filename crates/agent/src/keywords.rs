@@ -472,27 +472,42 @@ pub fn match_any_lower(lower: &str, keywords: &[&str]) -> bool {
 /// needs a word character next to it). Case-sensitive; an empty keyword
 /// never matches.
 pub fn contains_word(hay: &str, keyword: &str) -> bool {
+    find_word(hay, keyword).is_some()
+}
+
+/// Where [`contains_word`] finds `keyword` first (byte offset), if anywhere.
+///
+/// Runs for every keyword of every list on every utterance, so it scans
+/// for the keyword's first byte and compares in place (a `str::find`
+/// builds a two-way searcher per call, which costs more than the search on
+/// a one-sentence haystack).
+pub fn find_word(hay: &str, keyword: &str) -> Option<usize> {
     let (Some(first), Some(last)) = (keyword.chars().next(), keyword.chars().next_back()) else {
-        return false;
+        return None;
     };
     let first_w = is_word_char(first);
     let last_w = is_word_char(last);
+    let (h, k) = (hay.as_bytes(), keyword.as_bytes());
+    let lead = k[0];
     let mut from = 0;
-    while from <= hay.len() {
-        let Some(rel) = hay.get(from..).and_then(|h| h.find(keyword)) else {
-            return false;
-        };
+    while from + k.len() <= h.len() {
+        let rel = h[from..=h.len() - k.len()]
+            .iter()
+            .position(|&b| b == lead)?;
         let start = from + rel;
-        let end = start + keyword.len();
-        let before = hay[..start].chars().next_back().is_some_and(is_word_char);
-        let after = hay[end..].chars().next().is_some_and(is_word_char);
-        if before != first_w && after != last_w {
-            return true;
+        let end = start + k.len();
+        // `lead` starts a character (it is the first byte of a `str`), so
+        // `start` and `end` are character boundaries when the bytes match.
+        if &h[start..end] == k {
+            let before = hay[..start].chars().next_back().is_some_and(is_word_char);
+            let after = hay[end..].chars().next().is_some_and(is_word_char);
+            if before != first_w && after != last_w {
+                return Some(start);
+            }
         }
-        // Retry one character further (occurrences may overlap).
-        from = start + first.len_utf8();
+        from = start + 1;
     }
-    false
+    None
 }
 
 #[cfg(test)]

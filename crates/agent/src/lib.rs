@@ -32,7 +32,9 @@ pub mod session;
 pub mod state;
 pub mod tools;
 pub mod transcript;
+pub mod understand;
 pub mod validate;
+pub mod wording;
 
 pub use profile::BusinessProfile;
 pub use session::Session;

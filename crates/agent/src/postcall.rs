@@ -3,7 +3,7 @@
 //! alert). Pure functions; sending them is the orchestrator's job.
 
 use crate::classify::{classify_tags, detect_priority, estimate_revenue_tier};
-use crate::session::{Role, Session};
+use crate::session::{Role, Session, TranscriptEntry};
 use crate::state::State;
 use crate::transcript::{to_json_array, to_plain_text};
 use chrono::{DateTime, SecondsFormat, Utc};
@@ -88,6 +88,16 @@ fn appointment_change(state: State, session: &Session) -> Option<&'static str> {
 /// seekers…) and `follow_up` (chasing an earlier call) for such callers;
 /// else `new_lead`. A caller who went on to the safety question became a
 /// service call (no appointment on file, or a new problem): a lead.
+///
+/// An emergency (`safety_exit`, whatever the caller first called about,
+/// D-22) is filed as `new_lead`: of the values SPEC §7.3 and D-21 allow,
+/// `booking_request` is for a confirmed booking only (§7.3) and D-21's
+/// `existing_appointment` / `non_service` / `follow_up` are for callers who
+/// are *not* new leads, while a hazard is new service work the business
+/// must take on now. What marks it as the emergency is the rest of the
+/// record: `end_call_reason` `safety_emergency` (D-21), urgency
+/// `emergency` ([`record_urgency`]), priority red and the
+/// `CRITICAL_EVACUATE` tag (§7.6).
 pub fn primary_intent(state: State, session: &Session) -> &'static str {
     let service_call = on_the_service_path(state)
         || session
@@ -166,6 +176,70 @@ pub fn caller_words(log: &[crate::session::TranscriptEntry]) -> String {
         .join("\n")
 }
 
+/// The caller's line that set off the safety script (issue 23): the
+/// record's problem when the session has none. Of what the caller said
+/// up to the moment the call entered `safety_exit` (transcript entries
+/// carry the state they were said in), the last line that states a
+/// hazard (D-3's reading, [`crate::safety::triage`]), else the last line
+/// before the script (a "yes" to the safety question). What the caller
+/// said after the script (their address, "we're going outside") never
+/// counts. `None` when the caller said nothing before the script.
+pub fn hazard_sentence(log: &[TranscriptEntry]) -> Option<String> {
+    let exit = State::SafetyExit.as_str();
+    let entered = log
+        .iter()
+        .position(|e| e.state.as_deref() == Some(exit))
+        .unwrap_or(log.len());
+    let said: Vec<&str> = log
+        .iter()
+        .enumerate()
+        .filter(|(i, e)| {
+            e.role == Role::User
+                && (*i < entered || (*i == entered && e.state.as_deref() == Some(exit)))
+        })
+        .filter_map(|(_, e)| e.content.as_deref().map(str::trim))
+        .filter(|t| !t.is_empty())
+        .collect();
+    let states_hazard = |t: &&&str| {
+        crate::safety::triage(t)
+            .mentions
+            .iter()
+            .any(|m| m.reading == crate::safety::Reading::Asserted)
+    };
+    said.iter()
+        .rev()
+        .find(states_hazard)
+        .or_else(|| said.last())
+        .map(|t| t.to_string())
+}
+
+/// The problem the call's record and job name: the session's
+/// `problem_description`; for an emergency without one, the caller's
+/// hazard sentence ([`hazard_sentence`]) — never an empty problem on the
+/// most important record of the day.
+pub fn record_problem(state: State, session: &Session) -> String {
+    let problem = session.problem_description.trim();
+    if problem.is_empty() && state == State::SafetyExit {
+        hazard_sentence(&session.transcript_log).unwrap_or_default()
+    } else {
+        session.problem_description.clone()
+    }
+}
+
+/// The urgency of the call's record, job and call payload (dashboard enum
+/// `low|medium|high|emergency`): `emergency` for a call that ended in the
+/// safety script — SPEC §7.6 files it `CRITICAL_EVACUATE` and red, and the
+/// §7.2 mapping gives `emergency` to an emergency tier, which the safety
+/// exit is whatever tier the session reached before it (often none:
+/// "low"); else [`map_urgency`] of the session's tier.
+pub fn record_urgency(state: State, session: &Session) -> &'static str {
+    if state == State::SafetyExit {
+        "emergency"
+    } else {
+        map_urgency(&session.urgency_tier)
+    }
+}
+
 /// `confirmed`, `attempted_failed` or `not_requested` (SPEC §7.2).
 pub fn booking_status(session: &Session) -> &'static str {
     if session.booking_confirmed {
@@ -225,14 +299,14 @@ pub fn build_job_payload(
         "customer_phone": or_default(&session.phone_number, "unknown"),
         "customer_address": session.service_address,
         "service_type": "hvac",
-        "urgency": map_urgency(&session.urgency_tier),
+        "urgency": record_urgency(state, session),
         "user_email": user_email,
         "call_id": session.call_sid,
         "call_transcript": to_plain_text(&session.transcript_log),
         "transcript_object": to_json_array(&session.transcript_log),
         "booking_status": status,
         "end_call_reason": end_call_reason(state, session),
-        "issue_description": session.problem_description,
+        "issue_description": record_problem(state, session),
         "tags": tags,
         "priority_color": priority_color,
         "priority_reason": priority_reason,
@@ -344,8 +418,8 @@ pub fn build_call_payload(
         "duration_seconds": duration,
         "direction": "inbound",
         "outcome": end_call_reason(state, session),
-        "urgency_tier": map_urgency(&session.urgency_tier),
-        "problem_description": session.problem_description,
+        "urgency_tier": record_urgency(state, session),
+        "problem_description": record_problem(state, session),
         "booking_status": booking_status(session),
         "transcript_object": to_json_array(&dialogue),
     });
@@ -922,6 +996,133 @@ mod tests {
         assert_eq!(j["priority_color"], "red");
         assert_eq!(j["tags"]["HAZARD"], json!(["GAS_LEAK"]));
         assert_eq!(j["tags"]["URGENCY"], json!(["CRITICAL_EVACUATE"]));
+    }
+
+    /// Issue 23: "I smell gas in the kitchen" first, the address after the
+    /// script. The record is the emergency it was: urgency `emergency`,
+    /// the hazard as the problem, the address, `safety_emergency`.
+    fn gas_then_address() -> Session {
+        sess(json!({
+            "phone_number": "+15125559876", "call_sid": "CA_gas", "start_time": 2000.0,
+            "service_address": "4329 Franklin Street", "urgency_tier": "",
+            "transcript_log": [
+                {"role": "agent", "content": "Thanks for calling ACE Cooling.", "timestamp": 2000.0, "state": "welcome"},
+                {"role": "user", "content": "I smell gas in the kitchen", "timestamp": 2002.0, "state": "welcome"},
+                {"role": "agent", "content": "Please leave the house now and call 911.", "timestamp": 2003.0, "state": "safety_exit"},
+                {"role": "user", "content": "Okay. It's 4329 Franklin Street", "timestamp": 2006.0, "state": "safety_exit"},
+                {"role": "agent", "content": "Got it. Please get outside.", "timestamp": 2007.0, "state": "safety_exit"}
+            ]
+        }))
+    }
+
+    #[test]
+    fn an_emergency_record_is_complete() {
+        let s = gas_then_address();
+        let j = job(State::SafetyExit, &s);
+        assert_eq!(j["urgency"], "emergency");
+        assert_eq!(j["issue_description"], "I smell gas in the kitchen");
+        assert_eq!(j["customer_address"], "4329 Franklin Street");
+        assert_eq!(j["end_call_reason"], "safety_emergency");
+        assert_eq!(j["primary_intent"], "new_lead");
+        assert_eq!(j["priority_color"], "red");
+        let c = call(State::SafetyExit, &s, 2010.0, None, None);
+        assert_eq!(c["urgency_tier"], "emergency");
+        assert_eq!(c["problem_description"], "I smell gas in the kitchen");
+        assert_eq!(c["outcome"], "safety_emergency");
+        assert_eq!(record_urgency(State::SafetyExit, &s), "emergency");
+        // Whatever tier the session reached before the hazard.
+        for tier in ["routine", "low", "urgent", "emergency"] {
+            let s = sess(json!({ "urgency_tier": tier }));
+            assert_eq!(record_urgency(State::SafetyExit, &s), "emergency");
+        }
+        // The session's own problem wins.
+        let mut s = gas_then_address();
+        s.problem_description = "gas smell near the furnace".into();
+        assert_eq!(
+            record_problem(State::SafetyExit, &s),
+            "gas smell near the furnace"
+        );
+        assert_eq!(
+            job(State::SafetyExit, &s)["issue_description"],
+            "gas smell near the furnace"
+        );
+    }
+
+    #[test]
+    fn other_calls_keep_their_urgency_and_problem() {
+        let s = gas_then_address();
+        // Not an emergency: the session's (empty) problem and tier stand.
+        assert_eq!(record_problem(State::Callback, &s), "");
+        assert_eq!(record_urgency(State::Callback, &s), "low");
+        let j = job(State::Confirm, &jonas("urgent"));
+        assert_eq!(j["urgency"], "high");
+        assert_eq!(j["issue_description"], "AC blowing warm air");
+    }
+
+    #[test]
+    fn the_hazard_sentence_is_what_set_off_the_script() {
+        let line = |role: &str, text: &str, state: &str| json!({"role": role, "content": text, "timestamp": 1.0, "state": state});
+        let hs = |log: Vec<Value>| {
+            hazard_sentence(&sess(json!({ "transcript_log": log })).transcript_log)
+        };
+        // At the safety question: the line that states the hazard, not
+        // the earlier problem nor what came after the script.
+        assert_eq!(
+            hs(vec![
+                line("user", "My furnace is acting up", "welcome"),
+                line("agent", "Any gas smell, burning smell or smoke?", "safety"),
+                line(
+                    "user",
+                    "Actually yes, I smell gas in the hallway right now",
+                    "safety"
+                ),
+                line("agent", "Leave now and call 911.", "safety_exit"),
+                line(
+                    "user",
+                    "I smell gas everywhere, we're going outside",
+                    "safety_exit"
+                ),
+            ]),
+            Some("Actually yes, I smell gas in the hallway right now".into())
+        );
+        // A bare "yes" to the safety question: that was the trigger.
+        assert_eq!(
+            hs(vec![
+                line("user", "My furnace is acting up", "welcome"),
+                line("agent", "Any gas smell, burning smell or smoke?", "safety"),
+                line("user", "yes", "safety"),
+                line("agent", "Leave now and call 911.", "safety_exit"),
+            ]),
+            Some("yes".into())
+        );
+        // The earlier line stated it; a later "yes" only confirmed it.
+        assert_eq!(
+            hs(vec![
+                line("user", "there's smoke coming from the furnace", "discovery"),
+                line("user", "yes", "discovery"),
+                line("agent", "Leave now and call 911.", "safety_exit"),
+            ]),
+            Some("there's smoke coming from the furnace".into())
+        );
+        // The trigger logged in the state it moved the call to.
+        assert_eq!(
+            hs(vec![
+                line("user", "It's 1200 Barton Springs Road", "discovery"),
+                line("user", "wait, I smell burning", "safety_exit"),
+                line("agent", "Leave now and call 911.", "safety_exit"),
+                line("user", "ok", "safety_exit"),
+            ]),
+            Some("wait, I smell burning".into())
+        );
+        // Nothing said before the script.
+        assert_eq!(
+            hs(vec![
+                line("agent", "Leave now and call 911.", "safety_exit"),
+                line("user", "ok", "safety_exit"),
+            ]),
+            None
+        );
+        assert_eq!(hs(vec![]), None);
     }
 
     #[test]

@@ -27,14 +27,28 @@ pub use crate::keywords::BOOKING_LANGUAGE;
 /// block (left out together with its blank line when empty), a blank line and
 /// the state's instructions.
 pub fn system_prompt(state: State, session: &Session, profile: &BusinessProfile) -> String {
-    let mut out = persona(profile);
-    out.push_str("\n\n");
+    system_prompt_after(&persona(profile), state, session, profile)
+}
+
+/// [`system_prompt`] with the persona already written ([`persona`] depends
+/// on the profile alone, so an engine writes it once per call and the
+/// prompt rebuilt after every utterance only adds what changes).
+pub fn system_prompt_after(
+    persona: &str,
+    state: State,
+    session: &Session,
+    profile: &BusinessProfile,
+) -> String {
     let known = known_info_block(state, session);
+    let instructions = state_block(state, session, profile);
+    let mut out = String::with_capacity(persona.len() + known.len() + instructions.len() + 4);
+    out.push_str(persona);
+    out.push_str("\n\n");
     if !known.is_empty() {
         out.push_str(&known);
         out.push_str("\n\n");
     }
-    out.push_str(&state_block(state, session, profile));
+    out.push_str(&instructions);
     out
 }
 
@@ -65,7 +79,9 @@ fn opening_days(profile: &BusinessProfile) -> String {
     }
 }
 
-fn persona(p: &BusinessProfile) -> String {
+/// Who the agent is, how it talks and the business facts: the first part
+/// of every system prompt, the same all call long.
+pub fn persona(p: &BusinessProfile) -> String {
     format!(
         "You are the virtual receptionist answering the phone for {company}, the {trade} company \
 serving {city}. Sound like a calm, seasoned dispatcher: warm, brief and sure of yourself. \
@@ -465,7 +481,13 @@ pub enum Canned {
     /// The caller spoke but speech recognition made out no words (its
     /// watchdog gave up waiting): ask them to say it again.
     NotHeard,
+    /// Said when the reply is late (the dead-air budget, issue 24): one of
+    /// [`FILLERS`], by index, never the same one twice in a row.
+    Filler(u8),
 }
+
+/// Short acknowledgements said while a late reply is on its way.
+pub const FILLERS: [&str; 3] = ["One moment.", "Let me check that.", "Just a second."];
 
 impl Canned {
     /// The id used in events and logs: `greeting`, `filler:booking_check`,
@@ -483,6 +505,7 @@ impl Canned {
             Canned::IdlePromptAgain => "idle:prompt_again".to_string(),
             Canned::IdleGoodbye => "idle:goodbye".to_string(),
             Canned::NotHeard => "not_heard".to_string(),
+            Canned::Filler(n) => format!("filler:{n}"),
         }
     }
 
@@ -498,6 +521,10 @@ impl Canned {
             "idle:prompt_again" => Canned::IdlePromptAgain,
             "idle:goodbye" => Canned::IdleGoodbye,
             "not_heard" => Canned::NotHeard,
+            other if other.starts_with("filler:") => {
+                let n: u8 = other.strip_prefix("filler:")?.parse().ok()?;
+                (usize::from(n) < FILLERS.len()).then_some(Canned::Filler(n))?
+            }
             other => Canned::Terminal(other.strip_prefix("canned_terminal:")?.parse().ok()?),
         })
     }
@@ -522,6 +549,7 @@ to sort this out."
                     .to_string()
             }
             Canned::NotHeard => "Sorry, I didn't catch that. Could you say that again?".to_string(),
+            Canned::Filler(n) => FILLERS[usize::from(*n) % FILLERS.len()].to_string(),
             Canned::IdleGoodbye => format!(
                 "I haven't heard anything, so I'll let you go. Call {} back anytime. Goodbye!",
                 profile.company_name

@@ -12,7 +12,8 @@ use crate::keywords::LowerText;
 use crate::profile::BusinessProfile;
 
 /// What the caller asked.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Question {
     /// "How much is a visit?", "what do you charge?"
     Price,

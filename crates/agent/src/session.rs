@@ -159,6 +159,52 @@ pub struct Session {
     /// backend's new date and time when it gives them, else the time the
     /// agent asked for (the V2 backend answers without them, SPEC §6.3.5).
     pub rescheduled_to: String,
+    /// What the caller's last utterance did, as the state machine
+    /// understood it ([`crate::understand`]): the scripted responder words
+    /// its line from this instead of reading the words again.
+    pub heard: Heard,
+    /// The agent's pending question and how many times it has been put
+    /// (the second time reworded, the third a change of strategy, never a
+    /// fourth: see [`crate::machine`]).
+    pub asked: crate::understand::Asked,
+    pub asked_times: u32,
+    /// The caller turned a callback down ("I'll call you"): none is created.
+    pub callback_declined: bool,
+    /// Why a callback is owed when it is not the problem (an escalation to
+    /// a manager); sent as the callback's reason.
+    pub callback_reason: String,
+    /// What a non-service caller is after (sales, a job, a wrong number),
+    /// as first said.
+    pub errand: crate::understand::Errand,
+    /// The ZIP was said by the caller in this call (not read from the
+    /// file): the service-area step takes it without asking again.
+    pub zip_said: bool,
+    /// The caller said when they want the visit before being asked (the
+    /// state machine took it, not background extraction): "how soon?" is
+    /// not asked.
+    pub time_said: bool,
+}
+
+/// The acts of the caller's last utterance the agent's next line answers.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Heard {
+    /// The caller asked a question (answered first, then the pending
+    /// question again).
+    pub question: Option<crate::understand::Asking>,
+    /// The caller asked to hear it again.
+    pub repeat: bool,
+    /// Fields the caller corrected (`name`, `address`, `zip`, `problem`,
+    /// `time`): the read-back is said again with the change.
+    pub changed: Vec<String>,
+    /// The caller said goodbye.
+    pub goodbye: bool,
+    /// The caller asked for a manager or a person.
+    pub wants_person: bool,
+    /// The caller said no (to the read-back: "what should I change?").
+    pub no: bool,
+    /// The caller's time talk could not be placed: ask which day.
+    pub unclear_time: bool,
 }
 
 impl Default for Session {
@@ -209,6 +255,14 @@ impl Default for Session {
             manage_time_hint: String::new(),
             caller_silent: false,
             rescheduled_to: String::new(),
+            heard: Heard::default(),
+            asked: crate::understand::Asked::Nothing,
+            asked_times: 0,
+            callback_declined: false,
+            callback_reason: String::new(),
+            errand: crate::understand::Errand::None,
+            zip_said: false,
+            time_said: false,
         }
     }
 }

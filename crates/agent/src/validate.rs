@@ -221,6 +221,8 @@ pub(crate) fn tokenize(text: &str) -> Vec<Tok<'_>> {
 /// it was written as digits ("78702") rather than spoken ("seven eight …").
 struct ZipCandidate {
     start: usize,
+    /// The token index just after it.
+    end: usize,
     zip: String,
     written: bool,
 }
@@ -243,23 +245,66 @@ const ZIP_CORRECTIONS: &[&str] = &[
 /// Words right before a candidate that reject it ("not seven eight …").
 const ZIP_REJECTIONS: &[&str] = &["not", "isn't", "isnt", "wasn't", "wasnt"];
 
+/// The tens digit of a spoken tens word ("seventy" → '7').
+fn tens_digit(w: &str) -> Option<char> {
+    Some(match w {
+        "twenty" => '2',
+        "thirty" => '3',
+        "forty" | "fourty" => '4',
+        "fifty" => '5',
+        "sixty" => '6',
+        "seventy" => '7',
+        "eighty" => '8',
+        "ninety" => '9',
+        _ => return None,
+    })
+}
+
+/// The digit of a unit word or a written single digit, 1 to 9.
+fn unit_digit(w: &str) -> Option<char> {
+    let d = digit_form(w)?;
+    let mut cs = d.chars();
+    match (cs.next(), cs.next()) {
+        (Some(c @ '1'..='9'), None) => Some(c),
+        _ => None,
+    }
+}
+
 fn run_candidates(toks: &[Tok<'_>], run: &[usize], out: &mut Vec<ZipCandidate>) {
     if run.is_empty() || run.iter().all(|&i| is_lone_o(toks[i].text)) {
         return;
     }
     let digits_of = |idx: &[usize]| -> String {
-        idx.iter()
-            .filter_map(|&i| digit_form(toks[i].text))
-            .collect()
+        let mut out = String::new();
+        let mut k = 0;
+        while let Some(&i) = idx.get(k) {
+            k += 1;
+            if let Some(t) = tens_digit(toks[i].text) {
+                // "seventy eight" → "78", "seventy" → "70".
+                out.push(t);
+                match idx.get(k).and_then(|&n| unit_digit(toks[n].text)) {
+                    Some(u) => {
+                        out.push(u);
+                        k += 1;
+                    }
+                    None => out.push('0'),
+                }
+            } else if let Some(d) = digit_form(toks[i].text) {
+                out.push_str(d);
+            }
+        }
+        out
     };
     let written = |idx: &[usize]| {
         idx.iter()
             .all(|&i| toks[i].text.as_bytes()[0].is_ascii_digit())
     };
+    let end = run.last().map_or(0, |&i| i + 1);
     let all = digits_of(run);
     if all.len() == 5 {
         out.push(ZipCandidate {
             start: run[0],
+            end,
             zip: all,
             written: written(run),
         });
@@ -272,6 +317,7 @@ fn run_candidates(toks: &[Tok<'_>], run: &[usize], out: &mut Vec<ZipCandidate>) 
         if rest.len() == 5 {
             out.push(ZipCandidate {
                 start: run[lead],
+                end,
                 zip: rest,
                 written: written(&run[lead..]),
             });
@@ -284,6 +330,7 @@ fn run_candidates(toks: &[Tok<'_>], run: &[usize], out: &mut Vec<ZipCandidate>) 
         if t.len() == 5 && t.bytes().all(|b| b.is_ascii_digit()) {
             out.push(ZipCandidate {
                 start: i,
+                end: i + 1,
                 zip: t.to_string(),
                 written: true,
             });
@@ -305,14 +352,17 @@ fn run_candidates(toks: &[Tok<'_>], run: &[usize], out: &mut Vec<ZipCandidate>) 
 /// 4. a written five-digit number wins over spoken digit words;
 /// 5. otherwise the last one (house numbers come first).
 ///
-/// "" if there is none.
-pub fn extract_zip(text: &str) -> String {
+/// A number followed by a street ("10400 Research Blvd", "seven one two
+/// three four Oak Lane") is a house number, never a ZIP ("10400 Research
+/// Blvd, 78759" has ZIP 78759), unless right after "zip". `None` if there is
+/// none. Pure, total.
+pub fn zip_in(text: &str) -> Option<String> {
     let lower = lowercase(text);
     let toks = tokenize(&lower);
     let mut cands = Vec::new();
     let mut run: Vec<usize> = Vec::new();
     for (i, t) in toks.iter().enumerate() {
-        if digit_form(t.text).is_some() {
+        if digit_form(t.text).is_some() || tens_digit(t.text).is_some() {
             if !run.is_empty() && !t.joinable {
                 run_candidates(&toks, &run, &mut cands);
                 run.clear();
@@ -324,10 +374,17 @@ pub fn extract_zip(text: &str) -> String {
         }
     }
     run_candidates(&toks, &run, &mut cands);
+    let zip_word_before = |c: &ZipCandidate| {
+        c.start
+            .checked_sub(1)
+            .is_some_and(|p| matches!(toks[p].text, "zip" | "zipcode" | "code" | "postal"))
+    };
     cands.retain(|c| {
         !c.start
             .checked_sub(1)
             .is_some_and(|p| ZIP_REJECTIONS.contains(&toks[p].text))
+            && (zip_word_before(c)
+                || !(street_follows(&toks, c.end) || measure_follows(&toks, c.end)))
     });
     // Keep only the candidates that pass `keep`, unless none would.
     let narrow = |cands: &mut Vec<ZipCandidate>, keep: &dyn Fn(&ZipCandidate) -> bool| {
@@ -344,11 +401,72 @@ pub fn extract_zip(text: &str) -> String {
         .position(|t| matches!(t.text, "zip" | "zipcode" | "postal"));
     if let Some(z) = zip_word {
         if let Some(pos) = cands.iter().position(|c| c.start > z) {
-            return cands.swap_remove(pos).zip;
+            return Some(cands.swap_remove(pos).zip);
         }
     }
     narrow(&mut cands, &|z| z.written);
-    cands.pop().map(|c| c.zip).unwrap_or_default()
+    cands.pop().map(|c| c.zip)
+}
+
+/// [`zip_in`] as a string ("" when there is none): the ZIP the
+/// service-area step takes from a caller utterance (D-12).
+pub fn extract_zip(text: &str) -> String {
+    zip_in(text).unwrap_or_default()
+}
+
+/// Whether a measure follows token `at` ("30000 BTU", "12000 dollars").
+fn measure_follows(toks: &[Tok<'_>], at: usize) -> bool {
+    toks.get(at).is_some_and(|t| {
+        matches!(
+            t.text,
+            "btu"
+                | "btus"
+                | "dollars"
+                | "bucks"
+                | "miles"
+                | "square"
+                | "sq"
+                | "feet"
+                | "ft"
+                | "degrees"
+                | "pounds"
+                | "lbs"
+                | "hours"
+                | "minutes"
+                | "seconds"
+                | "watts"
+                | "volts"
+                | "amps"
+                | "cfm"
+                | "tons"
+                | "calls"
+                | "times"
+        )
+    })
+}
+
+/// Whether a street name follows token `at`: up to four words in the same
+/// clause ending in a street suffix after at least one name word ("Research
+/// Blvd", "Oak Hollow Drive", "5th Street").
+fn street_follows(toks: &[Tok<'_>], at: usize) -> bool {
+    let mut k = at;
+    while k < toks.len() && k < at + 5 {
+        let t = toks[k];
+        if t.clause_break {
+            return false;
+        }
+        let ordinal = t.text.as_bytes().first().is_some_and(u8::is_ascii_digit)
+            && t.text.len() <= 6
+            && ["st", "nd", "rd", "th"].iter().any(|s| t.text.ends_with(s));
+        if !ordinal && !t.text.chars().all(char::is_alphabetic) {
+            return false;
+        }
+        if k > at && crate::extract::STREET_SUFFIXES.contains(&t.text) {
+            return true;
+        }
+        k += 1;
+    }
+    false
 }
 
 /// A later utterance that corrects the ZIP ("actually my zip is 78702",
@@ -975,6 +1093,55 @@ mod tests {
         ] {
             assert_eq!(extract_zip(input), want, "{input:?}");
         }
+    }
+
+    #[test]
+    fn zip_in_never_takes_a_house_number() {
+        let mut bad = Vec::new();
+        for (said, want) in [
+            ("10400 Research Blvd", None),
+            ("10400 Research Blvd, 78759", Some("78759")),
+            ("it's 10400 Research Boulevard zip 78759", Some("78759")),
+            ("12345 Oak Hollow Drive", None),
+            ("12345 Oak Hollow Drive apartment 4", None),
+            ("one zero four zero zero Research Blvd", None),
+            ("seven one two three four Oak Lane", None),
+            (
+                "seven one two three four Oak Lane, seven eight seven four five",
+                Some("78745"),
+            ),
+            ("12345 N Lamar Blvd 78758", Some("78758")),
+            ("10400 5th Street", None),
+            ("I'm at 11200 Parmer Ln, Austin 78729", Some("78729")),
+            ("78701", Some("78701")),
+            ("my zip is seven eight seven zero one", Some("78701")),
+            ("zip 78701 Main Street", Some("78701")),
+            ("78701, Oak Street is where I live", Some("78701")),
+            ("seventy-eight seven oh one", Some("78701")),
+            ("seventy eight seven four five", Some("78745")),
+            ("my zip is seventy-eight, seven, fifty-nine", Some("78759")),
+            ("twenty minutes", None),
+            ("fifty one twenty Oak Street", None),
+            ("7 8 7 4 5", Some("78745")),
+            ("it's 78745. Oak Street.", Some("78745")),
+            ("not 78701, 78702", Some("78702")),
+            ("it's a 30000 BTU unit", None),
+            (
+                "the quote was 12000 dollars, my zip is 78745",
+                Some("78745"),
+            ),
+            ("about 20000 square feet", None),
+            ("", None),
+        ] {
+            if zip_in(said).as_deref() != want {
+                bad.push(format!("{said:?}: got {:?}, want {want:?}", zip_in(said)));
+            }
+            let old = extract_zip(said);
+            if old != want.unwrap_or("") {
+                bad.push(format!("extract_zip {said:?}: got {old:?}"));
+            }
+        }
+        assert!(bad.is_empty(), "{}", bad.join("\n"));
     }
 
     #[test]

@@ -36,9 +36,37 @@ fn legal_path(from: State, to: State) -> bool {
             || from
                 .allowed_next()
                 .iter()
-                .any(|&n| n != from && n != State::Callback && reaches(n, to))
+                .any(|&n| n != from && reaches(n, to))
     }
-    from.can_move_to(to) || (to == State::SafetyExit && reaches(from, State::Safety))
+    // One turn may take several steps of the table ("no" at the safety
+    // question with the ZIP already said: → service_area → discovery). D-22:
+    // a hazard moves any state but the safety script itself there.
+    from.can_move_to(to)
+        || reaches(from, to)
+        || (to == State::SafetyExit && from != State::SafetyExit)
+}
+
+/// An escalation to `callback` outside the table: the turn limits, or (with
+/// the reason recorded) a request for a person or a question that could not
+/// be answered three times.
+fn escalated(s: &agent::Session) -> bool {
+    s.state == State::Callback && !s.callback_reason.is_empty()
+}
+
+/// A call may end outside a terminal state only because the caller closed
+/// it: a goodbye, no callback wanted, nothing more to do as a follow-up or
+/// non-service caller.
+fn caller_closed(s: &agent::Session) -> bool {
+    let closing = s
+        .transcript_log
+        .iter()
+        .filter(|e| e.role == agent::session::Role::User)
+        .filter_map(|e| e.content.as_deref())
+        .any(|t| {
+            let u = agent::understand::understand(t, agent::understand::Asked::Nothing);
+            u.goodbye || u.declines_callback || u.errand != agent::understand::Errand::None || u.no
+        });
+    closing || s.callback_declined || matches!(s.state, State::NonService | State::FollowUp)
 }
 
 // ---------------------------------------------------------------------------
@@ -588,7 +616,7 @@ fn check_machine(start: Session, steps: &[MStep]) -> Result<(), TestCaseError> {
                     prop_assert_eq!(s.state_turn_count, state_turns, "step {}", i);
                 } else {
                     prop_assert!(
-                        legal_path(before.state, s.state),
+                        legal_path(before.state, s.state) || escalated(&s),
                         "step {}: {} -> {} on {:?} is not in the table",
                         i,
                         before.state,
@@ -607,7 +635,11 @@ fn check_machine(start: Session, steps: &[MStep]) -> Result<(), TestCaseError> {
                         text
                     );
                 }
-                if a.end_call {
+                // A goodbye ends the call from any state (the caller is
+                // leaving); otherwise only where end_call is a tool.
+                let goodbye =
+                    agent::understand::understand(&text, agent::understand::Asked::Nothing).goodbye;
+                if a.end_call && !goodbye {
                     prop_assert!(
                         s.state.tools().contains(&Tool::EndCall),
                         "step {}: {} may not end the call",
@@ -647,7 +679,12 @@ fn check_machine(start: Session, steps: &[MStep]) -> Result<(), TestCaseError> {
             prop_assert_eq!(s.state_turn_count, 0, "step {}: counter not reset", i);
             prop_assert!(!s.agent_has_responded, "step {}: flag not reset", i);
             if before.state.is_terminal() {
-                prop_assert_eq!(s.state, State::Callback, "terminal state left");
+                // Only by the turn limit (→ callback) or a hazard (D-22).
+                prop_assert!(
+                    matches!(s.state, State::Callback | State::SafetyExit),
+                    "terminal state left for {}",
+                    s.state
+                );
             }
         }
     }
@@ -1150,7 +1187,7 @@ fn run_call(
     // The call ends in a terminal state, or a new utterance is still handled.
     if d.eng.is_ended() {
         prop_assert!(
-            d.eng.state().is_terminal(),
+            d.eng.state().is_terminal() || caller_closed(d.eng.session()),
             "call ended in {}",
             d.eng.state()
         );
@@ -1402,12 +1439,31 @@ proptest! {
                     prop_assert_eq!(scoped, vec![&joined]);
                 }
                 SafetyAnswer::ClearNo => {
-                    prop_assert_eq!(s.state, State::ServiceArea);
-                    prop_assert_eq!(to_llm, vec![&joined]);
+                    // A ZIP said already is taken at once (issue 23).
+                    let u = agent::understand::understand(&judged, agent::understand::Asked::Safety);
+                    let next = if u.wants_callback || u.wants_person {
+                        s.state == State::Callback
+                    } else if s.zip_said {
+                        matches!(s.state, State::Discovery | State::Callback)
+                    } else {
+                        s.state == State::ServiceArea
+                    };
+                    prop_assert!(next, "a no at the safety question went to {}", s.state);
+                    if s.state != State::Callback {
+                        // (Callback says its canned script instead.)
+                        prop_assert_eq!(to_llm, vec![&joined]);
+                    }
                 }
                 SafetyAnswer::Unclear => {
-                    prop_assert_eq!(s.state, State::Safety);
-                    prop_assert_eq!(to_llm, vec![&joined]);
+                    // A call back or a person asked for is made from any
+                    // state (issue 23); otherwise the question stays.
+                    let u = agent::understand::understand(&judged, agent::understand::Asked::Safety);
+                    if u.wants_callback || u.wants_person {
+                        prop_assert_eq!(s.state, State::Callback);
+                    } else {
+                        prop_assert_eq!(s.state, State::Safety);
+                        prop_assert_eq!(to_llm, vec![&joined]);
+                    }
                 }
             }
         }

@@ -40,6 +40,24 @@
 //! cargo bench -p calllock --bench serve_load -- --vendors --calls 200 --seconds 30
 //! ```
 //!
+//! With `--vendors` the LLM is a loopback OpenAI-compatible fake too (a
+//! short reply after 0.4 s, the model's time to its first words), and two
+//! flags make the vendors misbehave on a share of requests, chosen at
+//! random per request (the same each run): `--tts-stall PCT` — Inworld
+//! accepts the request and stalls, half of them before any audio and half
+//! after the first word (the voice fallback hedges, or says the rest);
+//! `--llm-hang PCT` — the LLM reads the request and never answers (half
+//! with no headers, half with event-stream headers and no events: the
+//! filler, the hedged retry and the scripted line cover it). The report
+//! then adds the per-turn dead air as the phones heard it (goal: p99 ≤
+//! 1.5 s): for each caller line, the longer of the wait for the first
+//! agent audio and the longest pause inside the answer.
+//!
+//! ```sh
+//! cargo bench -p calllock --bench serve_load -- --vendors --calls 50 --seconds 60 \
+//!     --tts-stall 2 --llm-hang 2
+//! ```
+//!
 //! To compare two builds on the same day (the machine's speed varies from
 //! day to day), copy one build's `target/release/calllock` aside and pass
 //! it as `-- --server PATH`: the same load runs against that binary.
@@ -48,6 +66,9 @@
 //! and point the load at it: `-- --url http://127.0.0.1:8765 --pid PID`
 //! (`--pid` is the process whose CPU and RSS are reported; without it they
 //! are not). Its `max_calls` must allow the load.
+
+#[path = "../tests/support/fake_llm.rs"]
+mod fake_llm;
 
 use calllock::dial::phone::PhoneLog;
 use calllock::dial::{place_call, Answer, DialOptions};
@@ -83,6 +104,10 @@ struct Args {
     pid: Option<u32>,
     vendors: bool,
     server: Option<String>,
+    /// Per cent of TTS requests stalled (`--vendors` only).
+    tts_stall: f64,
+    /// Per cent of LLM replies hung (`--vendors` only).
+    llm_hang: f64,
 }
 
 fn args() -> Args {
@@ -95,6 +120,8 @@ fn args() -> Args {
         pid: None,
         vendors: false,
         server: None,
+        tts_stall: 0.0,
+        llm_hang: 0.0,
     };
     let v: Vec<String> = std::env::args().collect();
     let mut i = 1;
@@ -108,6 +135,8 @@ fn args() -> Args {
             "--url" => a.url = Some(next),
             "--pid" => a.pid = Some(next.parse().expect("--pid PID")),
             "--server" => a.server = Some(next),
+            "--tts-stall" => a.tts_stall = next.parse().expect("--tts-stall PCT"),
+            "--llm-hang" => a.llm_hang = next.parse().expect("--llm-hang PCT"),
             "--vendors" => {
                 a.vendors = true;
                 i += 1;
@@ -186,17 +215,55 @@ async fn server_health(addr: &str) -> serde_json::Value {
     }
 }
 
-/// The speech vendors' fakes, on their own niced runtime thread.
+/// The vendors' fakes, on their own niced runtime thread.
 struct VendorFakes {
     deepgram: String,
     inworld: String,
     aura: String,
+    openai: String,
+    /// Inworld (to count the requests it stalled on purpose).
+    tts_stalled: std::sync::Arc<providers::inworld::fake::FakeInworld>,
+    /// LLM replies hung on purpose so far.
+    llm_hung: std::sync::Arc<std::sync::atomic::AtomicU64>,
 }
 
-fn start_vendor_fakes() -> VendorFakes {
+/// The fake LLM: replies after `FIRST_WORDS`, `hang` of them (0–1, at
+/// random) never answered; extraction and classification as in the tests.
+fn llm_handler(
+    hang: f64,
+    hung: std::sync::Arc<std::sync::atomic::AtomicU64>,
+) -> providers::fake::openai::Handler {
+    use providers::fake::openai::Behaviour;
+    use std::sync::atomic::{AtomicU64, Ordering};
+    const FIRST_WORDS: Duration = Duration::from_millis(400);
+    let replies = AtomicU64::new(0);
+    std::sync::Arc::new(move |body: &serde_json::Value| {
+        if body["stream"] != true {
+            return fake_llm::llm_handler(body);
+        }
+        let n = replies.fetch_add(1, Ordering::Relaxed);
+        let draw = providers::fake::unit_draw(0x11A6, n);
+        if draw < hang {
+            hung.fetch_add(1, Ordering::Relaxed);
+            return Some(if draw < hang / 2.0 {
+                Behaviour::Hang
+            } else {
+                Behaviour::Stall { chunks: Vec::new() }
+            });
+        }
+        Some(Behaviour::Delay(
+            FIRST_WORDS,
+            Box::new(Behaviour::Reply(fake_llm::LLM_LINE.into())),
+        ))
+    })
+}
+
+fn start_vendor_fakes(a: &Args) -> VendorFakes {
     use providers::deepgram::aura_fake::{FakeAura, FakeAuraConfig};
     use providers::deepgram::fake::{FakeBehaviour, FakeDeepgram};
+    use providers::fake::openai::FakeOpenAi;
     use providers::inworld::fake::{FakeConfig, FakeInworld};
+    let (tts_stall, llm_hang) = (a.tts_stall / 100.0, a.llm_hang / 100.0);
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         // SAFETY: setpriority has no memory-safety preconditions.
@@ -207,12 +274,25 @@ fn start_vendor_fakes() -> VendorFakes {
             .expect("fakes' runtime");
         rt.block_on(async move {
             let dg = FakeDeepgram::start(FakeBehaviour::default()).await;
-            let iw = FakeInworld::start(FakeConfig::default()).await;
+            let iw = std::sync::Arc::new(
+                FakeInworld::start(FakeConfig {
+                    stall_share: tts_stall,
+                    stall_seed: 0x7757,
+                    ..FakeConfig::default()
+                })
+                .await,
+            );
             let aura = FakeAura::start(FakeAuraConfig::default()).await;
+            let llm = FakeOpenAi::start(vec![]).await;
+            let hung = std::sync::Arc::default();
+            llm.set_handler(llm_handler(llm_hang, std::sync::Arc::clone(&hung)));
             let _ = tx.send(VendorFakes {
                 deepgram: dg.base_url(),
                 inworld: iw.base_url(),
                 aura: aura.base_url(),
+                openai: llm.base_url(),
+                tts_stalled: iw.clone(),
+                llm_hung: hung,
             });
             std::future::pending::<()>().await;
         });
@@ -233,8 +313,9 @@ fn start_server(
     if let Some(v) = vendors {
         toml.push_str(&format!(
             "vad = \"codec\"\n[deepgram]\napi_key = \"test-key\"\nurl = \"{}\"\ntts_url = \"{}\"\n\
-             [inworld]\napi_key = \"test-key\"\nurl = \"{}\"\n",
-            v.deepgram, v.aura, v.inworld
+             [inworld]\napi_key = \"test-key\"\nurl = \"{}\"\n\
+             [llm]\napi_key = \"test-key\"\nbase_url = \"{}\"\n",
+            v.deepgram, v.aura, v.inworld, v.openai
         ));
     }
     std::fs::write(&conf, toml).expect("config");
@@ -267,10 +348,10 @@ fn start_server(
 fn main() {
     let a = args();
     let dir = tempfile::tempdir().expect("temp dir");
+    let fakes = (a.vendors && a.url.is_none()).then(|| start_vendor_fakes(&a));
     let (mut child, addr, pid) = match &a.url {
         Some(url) => (None, url.trim_end_matches('/').to_string(), a.pid),
         None => {
-            let fakes = a.vendors.then(start_vendor_fakes);
             let (child, addr) =
                 start_server(dir.path(), a.calls, fakes.as_ref(), a.server.as_deref());
             let pid = child.id();
@@ -390,6 +471,27 @@ fn main() {
         ms(pct(&mut reply, 0.5)),
         ms(pct(&mut reply, 0.99))
     );
+    let mut air: Vec<Duration> = logs
+        .iter()
+        .flat_map(|l| l.turn_dead_air.iter().copied())
+        .collect();
+    println!(
+        "dead air per turn (caller line end -> first agent audio, or the longest pause inside \
+         the answer) over {} turns: p50 {:.0} ms, p99 {:.0} ms, max {:.0} ms (goal: p99 <= 1500 ms)",
+        air.len(),
+        ms(pct(&mut air, 0.5)),
+        ms(pct(&mut air, 0.99)),
+        ms(pct(&mut air, 1.0))
+    );
+    if let Some(f) = &fakes {
+        println!(
+            "faults: {} TTS requests stalled (--tts-stall {} %), {} LLM replies hung (--llm-hang {} %)",
+            f.tts_stalled.stalled(),
+            a.tts_stall,
+            f.llm_hung.load(std::sync::atomic::Ordering::Relaxed),
+            a.llm_hang
+        );
+    }
     if let Some(child) = child.as_mut() {
         // SAFETY: kill has no memory-safety preconditions.
         unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };

@@ -127,7 +127,11 @@ impl ConsoleCall {
         let call_id = new_call_id(prefix);
         let mut session = Session::new(caller_id.to_string());
         session.call_sid = call_id.clone();
-        let engine = Engine::new(session, cfg.business.clone(), cfg.engine.engine_config());
+        let engine = Engine::new(
+            session,
+            cfg.business.clone(),
+            cfg.engine.text_engine_config(),
+        );
         Ok((
             ConsoleCall {
                 vendors,

@@ -66,7 +66,11 @@ pub async fn run_call(
     let responder: Arc<dyn Responder> = Arc::new(ScriptedResponder::new(cfg.business.clone()));
     let mut session = Session::new(caller_id);
     session.call_sid = call_id.to_string();
-    let engine = Engine::new(session, cfg.business.clone(), cfg.engine.engine_config());
+    let engine = Engine::new(
+        session,
+        cfg.business.clone(),
+        cfg.engine.text_engine_config(),
+    );
     let driver = CallDriver::new(engine, backend.clone(), responder, timing, start, observer);
     let mut outcome = driver.run_script(items).await;
     record::keep_callback_promise(&mut outcome, backend.as_ref()).await;

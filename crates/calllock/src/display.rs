@@ -261,13 +261,42 @@ pub fn print_call_record(business: &agent::BusinessProfile, rec: &store::CallRec
     }));
 }
 
-/// `calllock agenda`: open callbacks, upcoming appointments, sales leads.
+/// One emergency of `calllock agenda`: when (business clock), the number
+/// to call, who, where, what they reported.
+pub fn agenda_emergency_line(
+    business: &agent::BusinessProfile,
+    e: &crate::record::Emergency,
+) -> String {
+    let or_dash = |v: &str| if v.is_empty() { "-" } else { v }.to_string();
+    let place = if e.address.is_empty() {
+        "no address given".to_string()
+    } else {
+        format!("at {}", e.address)
+    };
+    format!(
+        "  {}  EMERGENCY  {}  {}  {}  {}",
+        business_time(business, e.started_at, "%H:%M %Z"),
+        agent::validate::say_phone(&e.phone),
+        or_dash(&e.customer_name),
+        place,
+        or_dash(&e.problem),
+    )
+}
+
+/// `calllock agenda`: today's emergencies (first: the most important
+/// records of the day), open callbacks, upcoming appointments, sales
+/// leads.
 pub fn print_agenda(
     business: &agent::BusinessProfile,
+    emergencies: &[crate::record::Emergency],
     callbacks: &[store::Callback],
     appointments: &[store::Appointment],
     leads: &[store::SalesLead],
 ) {
+    println!("emergencies today ({}):", emergencies.len());
+    for e in emergencies {
+        println!("{}", agenda_emergency_line(business, e));
+    }
     println!("open callbacks ({}):", callbacks.len());
     for c in callbacks {
         let who = if c.customer_name.is_empty() {

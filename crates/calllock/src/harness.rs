@@ -224,6 +224,7 @@ impl Harness {
                 output_lead: Duration::ZERO,
                 pacing: None,
                 playout: None,
+                played_proof: None,
             },
             ear.clone(),
         );

@@ -261,19 +261,21 @@ enum Command {
     /// (LLM, V2 backend, dashboard) and say what is missing. Exit status 1
     /// when something configured is not working.
     Doctor,
-    /// What the business owes its callers: open callbacks (soonest due
-    /// first, with the number to call), upcoming appointments and the newest
-    /// sales leads, from the embedded booking backend's tables.
+    /// What the business owes its callers: today's emergencies (calls that
+    /// ended in the safety script, with address and number), open
+    /// callbacks (soonest due first, with the number to call), upcoming
+    /// appointments and the newest sales leads.
     Agenda {
         /// At most this many rows per list.
         #[arg(long, default_value_t = 20)]
         limit: u32,
-        /// Print one JSON object ({callbacks, appointments, leads}).
+        /// Print one JSON object ({emergencies, callbacks, appointments,
+        /// leads}).
         #[arg(long)]
         json: bool,
     },
-    /// Load the demo customers into the database (idempotent; chat and demo
-    /// do it on first run).
+    /// Load the demo customers into the database (once per database: chat,
+    /// demo and serve do it on first run, and never over calls' changes).
     Seed,
     /// Show the effective configuration, check it, or print an example.
     Config {
@@ -391,6 +393,13 @@ async fn run(cli: Cli) -> Result<()> {
         }
         Command::Agenda { limit, json } => {
             let store = calllock::wiring::open_store(&cfg).await?;
+            let now = chrono::Utc::now();
+            let emergencies = calllock::record::emergencies_since(
+                &store,
+                calllock::record::start_of_day(&cfg.business, now),
+                limit,
+            )
+            .await?;
             let callbacks = store.open_callbacks(limit).await?;
             let appointments = store
                 .upcoming_appointments(chrono::Utc::now().timestamp(), limit)
@@ -400,23 +409,47 @@ async fn run(cli: Cli) -> Result<()> {
                 println!(
                     "{}",
                     serde_json::to_string_pretty(&serde_json::json!({
+                        "emergencies": emergencies,
                         "callbacks": callbacks,
                         "appointments": appointments,
                         "leads": leads,
                     }))?
                 );
             } else {
-                display::print_agenda(&cfg.business, &callbacks, &appointments, &leads);
+                display::print_agenda(
+                    &cfg.business,
+                    &emergencies,
+                    &callbacks,
+                    &appointments,
+                    &leads,
+                );
             }
             Ok(())
         }
         Command::Seed => {
             let store = calllock::wiring::open_store(&cfg).await?;
+            let had = store
+                .demo_seeded_at()
+                .await
+                .context("reading the demo data's record")?;
             store::EmbeddedBackend::new(store, cfg.business.clone())
                 .seed_demo(chrono::Utc::now())
                 .await
                 .context("seeding demo data")?;
-            println!("demo customers loaded into {}", cfg.database.display());
+            match had {
+                // Issue 23: written once; what calls changed since stays.
+                Some(at) => println!(
+                    "{} already holds the demo customers (loaded {}); left as calls changed them",
+                    cfg.database.display(),
+                    chrono::DateTime::from_timestamp(at as i64, 0)
+                        .map(|t| t
+                            .with_timezone(&cfg.business.tz())
+                            .format("%Y-%m-%d %H:%M %Z")
+                            .to_string())
+                        .unwrap_or_default()
+                ),
+                None => println!("demo customers loaded into {}", cfg.database.display()),
+            }
             for (phone, what) in store::DEMO_CUSTOMERS {
                 println!("  {phone}  {what}");
             }

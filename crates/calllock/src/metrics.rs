@@ -143,6 +143,10 @@ fn describe() {
         p::LLM_FALLBACKS,
         "LLM answers replaced by the offline responder, by kind."
     );
+    describe_counter!(
+        p::LLM_HEDGES,
+        "LLM replies asked for a second time (the first failed or was slow)."
+    );
     describe_gauge!(OUTBOX_DEPTH, "Deliveries waiting in the outbox.");
     describe_gauge!(
         OUTBOX_OLDEST_AGE,

@@ -8,6 +8,7 @@ use crate::delivery::{self, Backoff, OutboxWorker, PostCall};
 use agent::backend::Backend;
 use agent::responder::{Responder, ScriptedResponder};
 use anyhow::{Context, Result};
+use providers::breaker::SharedBreaker;
 use providers::dashboard::{DashboardClient, DashboardConfig};
 use providers::fallback::{FallbackBudgets, FallbackResponder};
 use providers::openai::{OpenAiClient, OpenAiConfig};
@@ -117,7 +118,8 @@ pub fn dashboard_client(cfg: &Config) -> Result<Option<DashboardClient>> {
 }
 
 /// Everything configured, over an open store. The embedded backend is
-/// seeded with the demo customers (idempotent).
+/// seeded with the demo customers (once per database: a database that had
+/// them keeps what calls changed since).
 pub async fn vendors(cfg: &Config, store: store::Store) -> Result<Vendors> {
     let scripted = Arc::new(ScriptedResponder::new(cfg.business.clone()));
     let (backend, callback_target): (Arc<dyn Backend>, String) = match v2_client(cfg)? {
@@ -138,14 +140,22 @@ pub async fn vendors(cfg: &Config, store: store::Store) -> Result<Vendors> {
         }
     };
     let responder: Arc<dyn Responder> = match llm_client(cfg)? {
-        Some(llm) => Arc::new(FallbackResponder::new(
-            phrasing(cfg, llm).await?,
-            scripted.clone(),
-            FallbackBudgets {
-                first_token: Duration::from_secs_f64(cfg.llm.first_token_budget_s),
-                ..FallbackBudgets::default()
-            },
-        )),
+        Some(llm) => Arc::new(
+            FallbackResponder::new(
+                phrasing(cfg, llm).await?,
+                scripted.clone(),
+                FallbackBudgets {
+                    first_token: Duration::from_secs_f64(cfg.llm.first_token_budget_s),
+                    hedge_after: (cfg.llm.hedge_after_s > 0.0)
+                        .then(|| Duration::from_secs_f64(cfg.llm.hedge_after_s)),
+                    ..FallbackBudgets::default()
+                },
+            )
+            .with_breaker(SharedBreaker::new(
+                cfg.llm.breaker_failures,
+                cfg.llm.breaker_cooldown_s,
+            )),
+        ),
         None => scripted.clone(),
     };
     Ok(Vendors {

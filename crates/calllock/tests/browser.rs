@@ -112,7 +112,10 @@ async fn an_operator_signs_in_and_watches_a_call_live_then_reads_it() {
         "book_service",
         "Turn latency",
     ] {
-        assert!(page.contains(part), "{part:?} missing from the call page");
+        assert!(
+            page.contains(part),
+            "{part:?} missing from the call page: {page}"
+        );
     }
     // The chart is a picture with bars, drawn by the browser.
     let bars = b

@@ -662,6 +662,136 @@ fn agenda_lists_owed_callbacks_appointments_and_leads() {
         .unwrap()
         .iter()
         .all(|c| c["status"] == "open"));
+    // Issue 23: the demo's gas call is the day's emergency, listed first.
+    assert!(shown.contains("emergencies today (1):"), "{shown}");
+    let line = shown
+        .lines()
+        .find(|l| l.contains("EMERGENCY"))
+        .unwrap_or_else(|| panic!("no emergency line:\n{shown}"));
+    assert!(line.contains("512-555-7002"), "{line}");
+    assert!(
+        shown.find("EMERGENCY") < shown.find("open callbacks ("),
+        "{shown}"
+    );
+    let e = &v["emergencies"][0];
+    assert_eq!(e["urgency"], "emergency", "{v}");
+    assert_eq!(e["phone"], "+15125557002", "{v}");
+    assert!(
+        e["problem"].as_str().is_some_and(|p| !p.is_empty()),
+        "the emergency names what the caller reported: {e}"
+    );
+}
+
+/// Issue 23: a call that ends in the safety script is filed as the
+/// emergency it was — urgency `emergency`, the hazard as the problem —
+/// and `calllock agenda` lists it for the day with the number to call.
+/// (The address the caller gives after the script is checked by the
+/// replay corpus, `36-gas-then-address.jsonl`, and the agenda's address
+/// by `record`'s unit tests.)
+#[test]
+fn an_emergency_is_recorded_and_on_the_agenda() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("chat.db");
+    let (stdout, _) = chat_typed(&db, &["I smell gas in the kitchen"], &[]);
+    assert!(
+        stdout.contains("end_call_reason safety_emergency"),
+        "{stdout}"
+    );
+    let (id, rec) = the_chat_call(&db);
+    let job = &rec["job_payload"];
+    assert_eq!(job["urgency"], "emergency", "{job}");
+    assert_eq!(job["end_call_reason"], "safety_emergency", "{job}");
+    assert_eq!(
+        job["issue_description"], "I smell gas in the kitchen",
+        "{job}"
+    );
+    assert_eq!(rec["call_payload"]["urgency_tier"], "emergency", "{rec}");
+    // The saved record's own columns say so too (`calls show`).
+    let show = text(&run(bin().arg("--db").arg(&db).args(["calls", "show", &id])).stdout);
+    assert!(show.contains("urgency emergency"), "{show}");
+    assert!(
+        show.contains("problem I smell gas in the kitchen"),
+        "{show}"
+    );
+
+    let out = run(bin().arg("--db").arg(&db).arg("agenda"));
+    let shown = text(&out.stdout);
+    assert!(out.status.success(), "{shown}");
+    assert!(shown.contains("emergencies today (1):"), "{shown}");
+    let line = shown
+        .lines()
+        .find(|l| l.contains("EMERGENCY"))
+        .unwrap_or_else(|| panic!("no emergency line:\n{shown}"));
+    for want in ["512-555-9876", "I smell gas in the kitchen"] {
+        assert!(line.contains(want), "{want:?} missing: {line}");
+    }
+    let out = run(bin().arg("--db").arg(&db).args(["agenda", "--json"]));
+    let v: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let e = &v["emergencies"][0];
+    assert_eq!(e["phone"], "+15125559876", "{v}");
+    assert_eq!(e["urgency"], "emergency", "{v}");
+    assert_eq!(e["problem"], "I smell gas in the kitchen", "{v}");
+    assert_eq!(e["call_id"], id.as_str(), "{v}");
+}
+
+/// The demo appointment of `db` as `agenda --json` lists it.
+fn jonas_on_the_agenda(db: &Path) -> Value {
+    let out = run(bin().arg("--db").arg(db).args(["agenda", "--json"]));
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let v: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    v["appointments"]
+        .as_array()
+        .and_then(|a| a.iter().find(|a| a["uid"] == "apt_demo_jonas").cloned())
+        .unwrap_or_else(|| panic!("the demo appointment is listed: {v}"))
+}
+
+/// Issue 23: every `chat` seeds the demo data, but only into a new
+/// database: a reschedule made by one call is still there after the next
+/// call and `calllock seed`, and `agenda` shows the moved appointment.
+#[test]
+fn a_reschedule_survives_the_next_call() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("chat.db");
+    // +15125550100 is the demo customer with an upcoming appointment
+    // (seeded by this first call: two days ahead at 10:00).
+    let (stdout, _) = chat_typed_from(
+        "+15125550100",
+        &db,
+        &[
+            "Hi, I need to reschedule my appointment",
+            "Can we move it to Friday afternoon?",
+            "Perfect, thank you, bye",
+        ],
+        &[],
+    );
+    assert!(
+        stdout.contains("end_call_reason appointment_rescheduled"),
+        "{stdout}"
+    );
+    let moved = jonas_on_the_agenda(&db);
+    let moved_at = moved["start_at"].as_str().unwrap().to_string();
+    assert!(!moved_at.contains("T10:00:00"), "moved: {moved}");
+    assert_eq!(moved["status"], "booked");
+
+    // The next call (another caller) seeds again: nothing changes.
+    chat_typed(&db, &["sorry, wrong number, bye"], &[]);
+    let after = jonas_on_the_agenda(&db);
+    assert_eq!(after["start_at"], moved_at.as_str(), "{after}");
+    let shown = text(&run(bin().arg("--db").arg(&db).arg("agenda")).stdout);
+    assert!(shown.contains("Jonas Weber"), "{shown}");
+
+    // So does `calllock seed`, and it says why.
+    let out = run(bin().arg("--db").arg(&db).arg("seed"));
+    let said = text(&out.stdout);
+    assert!(out.status.success(), "{said}");
+    assert!(said.contains("already holds the demo customers"), "{said}");
+    assert_eq!(jonas_on_the_agenda(&db)["start_at"], moved_at.as_str());
+
+    // A new database still gets them.
+    let fresh = dir.path().join("fresh.db");
+    let out = run(bin().arg("--db").arg(&fresh).arg("seed"));
+    assert!(text(&out.stdout).contains("demo customers loaded into"));
+    assert_eq!(jonas_on_the_agenda(&fresh)["status"], "booked");
 }
 
 #[test]

@@ -291,8 +291,9 @@ async fn incident_fragmented_address() {
 }
 
 /// Incident 2 (CA1e1edab…): the call hung 7 s after goodbye. After the
-/// caller's goodbye in a terminal state, the hang-up comes 0.5 s after the
-/// agent's last line was heard (D-10), never before it finished.
+/// safety script the caller gets at most one short answer (issue 23), and
+/// the hang-up comes 0.5 s after the agent's last line was heard (D-10),
+/// never before it finished.
 #[tokio::test(start_paused = true)]
 async fn incident_hang_up_right_after_the_goodbye() {
     let h = Harness::start(HarnessConfig::default()).await;
@@ -302,7 +303,8 @@ async fn incident_hang_up_right_after_the_goodbye() {
     h.say("yes I smell gas in the kitchen").await;
     let exit = h.wait_for_response().await;
     assert!(exit.text.contains("911"), "{exit:?}");
-    h.say("okay we are leaving now, bye").await;
+    h.say("okay we are leaving now, should we open the windows?")
+        .await;
     let r = h.wait_for_agent_hangup(Duration::from_secs(30)).await;
     show(&r);
     r.assert_invariants();
@@ -385,4 +387,35 @@ async fn barge_in_needs_the_minimum_words() {
     show(&r);
     r.assert_invariants();
     assert_eq!(r.ear.clears.len(), 1);
+}
+
+/// Issue 23: after the safety script a household that says it is leaving
+/// hears nothing more — no "are you still there?", no second script — and
+/// the call ends.
+#[tokio::test(start_paused = true)]
+async fn after_the_safety_script_a_goodbye_ends_the_call_without_more_words() {
+    let h = Harness::start(HarnessConfig::default()).await;
+    h.wait_for_response().await;
+    h.say("my furnace stopped working").await;
+    h.wait_for_response().await;
+    h.say("actually yes, there's a gas smell by the water heater")
+        .await;
+    let exit = h.wait_for_response().await;
+    assert!(exit.text.contains("911"), "{exit:?}");
+    h.say("okay, we're going outside now, bye").await;
+    let r = h.wait_for_agent_hangup(Duration::from_secs(30)).await;
+    show(&r);
+    r.assert_invariants();
+    assert_eq!(r.outcome().session.state.to_string(), "safety_exit");
+    let heard = r.heard();
+    let script_at = heard
+        .iter()
+        .position(|(_, l)| l.contains("911"))
+        .expect("the script was heard");
+    assert_eq!(
+        heard.len(),
+        script_at + 1,
+        "lines after the safety script: {:?}",
+        &heard[script_at + 1..]
+    );
 }

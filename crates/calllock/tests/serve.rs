@@ -54,9 +54,16 @@ async fn a_booking_call_over_twilio_media_streams_matches_the_same_call_in_chat(
     .await
     .unwrap();
     let chat_lines = lines(&replay["transcript"]);
-    assert_eq!(lines(&rec.transcript), chat_lines);
+    // A phone call may say a filler ("One moment.") while a reply is late
+    // (the dead-air budget, issue 24); a text chat has no dead air. Beside
+    // that, the two are the same call.
+    let phone_lines: Vec<(String, String)> = lines(&rec.transcript)
+        .into_iter()
+        .filter(|(role, text)| role != "agent" || !agent::prompts::FILLERS.contains(&text.as_str()))
+        .collect();
+    assert_eq!(phone_lines, chat_lines);
     // What the caller heard is what the record says the agent said.
-    let agent_words: Vec<String> = chat_lines
+    let agent_words: Vec<String> = lines(&rec.transcript)
         .iter()
         .filter(|(r, _)| r == "agent")
         .flat_map(|(_, t)| t.split_whitespace().map(str::to_string).collect::<Vec<_>>())
@@ -130,12 +137,12 @@ async fn the_agent_hangs_up_after_the_goodbye_played_with_one_rest_call() {
         c.twilio.api_url = url;
     })
     .await;
-    // Jonas (demo data) has an appointment to cancel.
+    // Jonas (demo data) has an appointment to cancel; asking for it is
+    // enough (issue 23: done as soon as the lookup finds it).
     let mut c = Caller::call(&s.dial("+15125550100")).await;
     let sid = c.sid();
     let path = twilio_rest(&fake, &sid);
     c.turn("I need to cancel my appointment").await;
-    c.turn("Yes, cancel it").await;
     c.until_said("cancelled").await;
     c.say("No, that is all, bye");
     let last = c.agent_turn().await;
@@ -237,7 +244,13 @@ async fn a_barge_in_sends_one_clear_and_keeps_only_the_words_played() {
     let mut c = Caller::call(&s.dial("+15125559876")).await;
     let sid = c.sid();
     c.turn("Hi, my AC stopped cooling last night").await;
-    c.first_word_within(Duration::from_secs(10)).await;
+    // The long line's first word ("Okay,"): a filler may come before it
+    // when the lookup and the model take longer than the filler's wait.
+    assert!(
+        c.until_word("okay", Duration::from_secs(20)).await,
+        "the long line began: {:?}",
+        c.words
+    );
     // Let a few words play, then talk over the agent.
     c.pump(Duration::from_millis(500)).await;
     c.say("Sorry, hold on, it's actually the heater");

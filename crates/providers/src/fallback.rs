@@ -10,6 +10,15 @@
 //!   request). An error after the first chunk ends the reply where it is: the
 //!   caller has already heard the start, and splicing in a second reply
 //!   would be worse than a short one.
+//!   - **Hedged retry** (issue 24; [`FallbackBudgets::hedge_after`], 1 s,
+//!     `None` where a second request is not wanted): a primary that failed
+//!     at once, or is still silent after `hedge_after`, is asked a second
+//!     time; whichever request's first text comes first is the reply, the
+//!     other is dropped. Still within the one first-token budget.
+//!   - **Breaker** ([`SharedBreaker`], shared by every call: 3 failed
+//!     replies in a row open it for 30 s): while it is open, replies come
+//!     from the fallback at once — one hung provider costs a few turns the
+//!     budget, not every turn of every call. Then one reply probes it.
 //! * `scoped_reply`: the primary within `scoped_budget` (2 s), else the
 //!   fallback's.
 //! * `extract`: the primary within `extract_budget` (10 s), else the
@@ -20,6 +29,7 @@
 //! Each fallback is counted ([`FallbackResponder::stats`]) and logged once at
 //! `warn` with the reason.
 
+use crate::breaker::SharedBreaker;
 use agent::extract::ExtractedFields;
 use agent::responder::{
     ExtractionRequest, ReplyStream, Responder, ResponderError, ScopedRequest, TurnRequest,
@@ -42,6 +52,9 @@ pub struct FallbackBudgets {
     pub extract: Duration,
     /// Post-call classification (SPEC §5.11: 5 s; a retry may follow).
     pub classify: Duration,
+    /// A reply request still silent this long (or failed before it) is
+    /// sent again, and the first to speak wins; `None`: never.
+    pub hedge_after: Option<Duration>,
 }
 
 impl Default for FallbackBudgets {
@@ -51,6 +64,7 @@ impl Default for FallbackBudgets {
             scoped: Duration::from_secs(2),
             extract: Duration::from_secs(10),
             classify: Duration::from_secs(12),
+            hedge_after: Some(Duration::from_secs(1)),
         }
     }
 }
@@ -60,6 +74,10 @@ impl Default for FallbackBudgets {
 pub struct FallbackStats {
     pub replies: u64,
     pub replies_fallen_back: u64,
+    /// Replies whose request was sent a second time (hedged or retried).
+    pub replies_hedged: u64,
+    /// Replies the fallback said at once because the breaker was open.
+    pub replies_skipped: u64,
     pub scoped_fallen_back: u64,
     pub extractions_fallen_back: u64,
     pub classifications_failed: u64,
@@ -69,6 +87,8 @@ pub struct FallbackStats {
 struct Counters {
     replies: AtomicU64,
     replies_fallen_back: AtomicU64,
+    replies_hedged: AtomicU64,
+    replies_skipped: AtomicU64,
     scoped_fallen_back: AtomicU64,
     extractions_fallen_back: AtomicU64,
     classifications_failed: AtomicU64,
@@ -79,6 +99,7 @@ pub struct FallbackResponder {
     primary: Arc<dyn Responder>,
     fallback: Arc<dyn Responder>,
     budgets: FallbackBudgets,
+    breaker: Arc<SharedBreaker>,
     name: String,
     counters: Counters,
 }
@@ -94,9 +115,22 @@ impl FallbackResponder {
             primary,
             fallback,
             budgets,
+            breaker: SharedBreaker::new(3, 30.0),
             name,
             counters: Counters::default(),
         }
+    }
+
+    /// Use `breaker` for the primary's replies (default: 3 failures in a
+    /// row open it for 30 s).
+    pub fn with_breaker(mut self, breaker: Arc<SharedBreaker>) -> Self {
+        self.breaker = breaker;
+        self
+    }
+
+    /// The breaker of the primary's replies.
+    pub fn breaker(&self) -> &Arc<SharedBreaker> {
+        &self.breaker
     }
 
     /// How often each kind of request fell back so far.
@@ -105,22 +139,64 @@ impl FallbackResponder {
         FallbackStats {
             replies: c.replies.load(Ordering::Relaxed),
             replies_fallen_back: c.replies_fallen_back.load(Ordering::Relaxed),
+            replies_hedged: c.replies_hedged.load(Ordering::Relaxed),
+            replies_skipped: c.replies_skipped.load(Ordering::Relaxed),
             scoped_fallen_back: c.scoped_fallen_back.load(Ordering::Relaxed),
             extractions_fallen_back: c.extractions_fallen_back.load(Ordering::Relaxed),
             classifications_failed: c.classifications_failed.load(Ordering::Relaxed),
         }
     }
 
+    /// The primary's first chunk and the rest of its reply.
+    async fn first_chunk(
+        &self,
+        req: &TurnRequest,
+    ) -> Result<(String, ReplyStream), ResponderError> {
+        let mut stream = self.primary.reply(req).await?;
+        match stream.next().await {
+            Some(Ok(chunk)) => Ok((chunk, stream)),
+            Some(Err(e)) => Err(e),
+            None => Err(ResponderError::Other("the reply was empty".into())),
+        }
+    }
+
+    /// The first chunk, asking a second time when the first request failed
+    /// or is silent after [`FallbackBudgets::hedge_after`]: whichever
+    /// speaks first (the other is dropped, closing its request).
+    async fn hedged_first_chunk(
+        &self,
+        req: &TurnRequest,
+    ) -> Result<(String, ReplyStream), ResponderError> {
+        use futures_util::future::{select, Either};
+        let first = self.first_chunk(req);
+        let Some(after) = self.budgets.hedge_after else {
+            return first.await;
+        };
+        let mut first = Box::pin(first);
+        let first = match tokio::time::timeout(after, &mut first).await {
+            Ok(Ok(got)) => return Ok(got),
+            Ok(Err(e)) => {
+                tracing::warn!(error = %e, "LLM reply failed; asking again");
+                None
+            }
+            Err(_) => Some(first),
+        };
+        self.counters.replies_hedged.fetch_add(1, Ordering::Relaxed);
+        metrics::counter!(crate::metrics::LLM_HEDGES).increment(1);
+        let second = Box::pin(self.first_chunk(req));
+        let Some(first) = first else {
+            return second.await;
+        };
+        match select(first, second).await {
+            Either::Left((Ok(got), _)) | Either::Right((Ok(got), _)) => Ok(got),
+            Either::Left((Err(_), other)) => other.await,
+            Either::Right((Err(_), other)) => other.await,
+        }
+    }
+
     /// The primary's reply if its first chunk arrives within the budget.
     async fn primary_reply(&self, req: &TurnRequest) -> Result<ReplyStream, ResponderError> {
-        let first = async {
-            let mut stream = self.primary.reply(req).await?;
-            match stream.next().await {
-                Some(Ok(chunk)) => Ok((chunk, stream)),
-                Some(Err(e)) => Err(e),
-                None => Err(ResponderError::Other("the reply was empty".into())),
-            }
-        };
+        let first = self.hedged_first_chunk(req);
         let (chunk, rest) = within(self.budgets.first_token, first).await?;
         let head = futures_util::stream::once(async move { Ok(chunk) });
         // An error after the first chunk ends the reply there (see the
@@ -133,6 +209,17 @@ impl FallbackResponder {
             std::future::ready(keep)
         });
         Ok(Box::pin(head.chain(tail)))
+    }
+}
+
+/// Abandons a half-open probe when dropped while still set.
+struct ProbeGuard<'a>(Option<&'a SharedBreaker>);
+
+impl Drop for ProbeGuard<'_> {
+    fn drop(&mut self) {
+        if let Some(b) = self.0 {
+            b.abandon_probe();
+        }
     }
 }
 
@@ -151,9 +238,26 @@ async fn within<T>(
 impl Responder for FallbackResponder {
     async fn reply(&self, req: &TurnRequest) -> Result<ReplyStream, ResponderError> {
         self.counters.replies.fetch_add(1, Ordering::Relaxed);
-        match self.primary_reply(req).await {
-            Ok(s) => Ok(s),
+        let Some(probe) = self.breaker.admit() else {
+            self.counters
+                .replies_skipped
+                .fetch_add(1, Ordering::Relaxed);
+            metrics::counter!(crate::metrics::LLM_FALLBACKS, "kind" => "reply_breaker_open")
+                .increment(1);
+            return self.fallback.reply(req).await;
+        };
+        // A probe dropped before its outcome (a barge-in) lets the next
+        // reply probe instead.
+        let mut guard = ProbeGuard(probe.then_some(&*self.breaker));
+        let outcome = self.primary_reply(req).await;
+        guard.0 = None;
+        match outcome {
+            Ok(s) => {
+                self.breaker.record_success();
+                Ok(s)
+            }
             Err(e) => {
+                self.breaker.record_failure();
                 self.counters
                     .replies_fallen_back
                     .fetch_add(1, Ordering::Relaxed);
@@ -399,5 +503,137 @@ mod tests {
             .unwrap();
         assert_eq!(f.customer_name, "From LLM");
         assert_eq!(r.classify("p").await.unwrap()["call_type"], "SERVICE");
+    }
+
+    /// A primary answering each reply request as the next mode says (the
+    /// last one for every request after).
+    struct Seq(std::sync::Mutex<Vec<Mode>>, AtomicU64);
+
+    #[async_trait::async_trait]
+    impl Responder for Seq {
+        async fn reply(&self, req: &TurnRequest) -> Result<ReplyStream, ResponderError> {
+            self.1.fetch_add(1, Ordering::Relaxed);
+            let mode = {
+                let mut modes = self.0.lock().unwrap();
+                if modes.len() > 1 {
+                    modes.remove(0)
+                } else {
+                    match &modes[0] {
+                        Mode::Ok(c) => Mode::Ok(c.clone()),
+                        Mode::FirstAfter(d, t) => Mode::FirstAfter(*d, t),
+                        Mode::Fails => Mode::Fails,
+                        Mode::BreaksAfterFirst => Mode::BreaksAfterFirst,
+                        Mode::Hangs => Mode::Hangs,
+                    }
+                }
+            };
+            Primary(mode).reply(req).await
+        }
+        async fn scoped_reply(&self, _req: &ScopedRequest) -> Result<String, ResponderError> {
+            Err(ResponderError::Timeout)
+        }
+        async fn extract(
+            &self,
+            _req: &ExtractionRequest,
+        ) -> Result<ExtractedFields, ResponderError> {
+            Err(ResponderError::Timeout)
+        }
+        fn name(&self) -> &str {
+            "seq"
+        }
+    }
+
+    fn seq(modes: Vec<Mode>) -> (FallbackResponder, Arc<Seq>) {
+        let primary = Arc::new(Seq(std::sync::Mutex::new(modes), AtomicU64::new(0)));
+        let r = FallbackResponder::new(
+            primary.clone(),
+            Arc::new(ScriptedResponder::new(BusinessProfile::default())),
+            FallbackBudgets::default(),
+        );
+        (r, primary)
+    }
+
+    async fn said(r: &FallbackResponder) -> String {
+        collect_reply(r.reply(&turn()).await.unwrap())
+            .await
+            .unwrap()
+    }
+
+    /// Issue 24: a request still silent at the hedge (1 s) is sent again;
+    /// the second answers, so the caller hears the model, not the script,
+    /// and waits the hedge plus the second's time — not the 2.5 s budget.
+    #[tokio::test(start_paused = true)]
+    async fn a_silent_request_is_hedged_and_the_first_to_speak_wins() {
+        let (r, p) = seq(vec![
+            Mode::Hangs,
+            Mode::FirstAfter(Duration::from_millis(300), "Second."),
+        ]);
+        let t0 = tokio::time::Instant::now();
+        assert_eq!(said(&r).await, "Second.");
+        assert_eq!(t0.elapsed(), Duration::from_millis(1300));
+        assert_eq!(p.1.load(Ordering::Relaxed), 2);
+        let s = r.stats();
+        assert_eq!((s.replies_hedged, s.replies_fallen_back), (1, 0));
+        // The first can still win the race after the hedge.
+        let (r, _) = seq(vec![
+            Mode::FirstAfter(Duration::from_millis(1200), "First."),
+            Mode::FirstAfter(Duration::from_millis(900), "Second."),
+        ]);
+        assert_eq!(said(&r).await, "First.");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_request_that_fails_at_once_is_retried_and_without_a_hedge_not() {
+        let (r, p) = seq(vec![Mode::Fails, Mode::Ok(vec!["Retried."])]);
+        let t0 = tokio::time::Instant::now();
+        assert_eq!(said(&r).await, "Retried.");
+        assert_eq!(t0.elapsed(), Duration::ZERO);
+        assert_eq!(p.1.load(Ordering::Relaxed), 2);
+        let primary = Arc::new(Seq(
+            std::sync::Mutex::new(vec![Mode::Fails, Mode::Ok(vec!["Retried."])]),
+            AtomicU64::new(0),
+        ));
+        let r = FallbackResponder::new(
+            primary.clone(),
+            Arc::new(ScriptedResponder::new(BusinessProfile::default())),
+            FallbackBudgets {
+                hedge_after: None,
+                ..FallbackBudgets::default()
+            },
+        );
+        assert_eq!(said(&r).await, scripted_line());
+        assert_eq!(primary.1.load(Ordering::Relaxed), 1);
+    }
+
+    /// Issue 24: one hung provider costs three replies the budget; then the
+    /// breaker is open and the scripted line comes at once, until the
+    /// cooldown lets one reply probe the provider again.
+    #[tokio::test(start_paused = true)]
+    async fn a_hung_provider_opens_the_breaker_and_costs_no_more_turns() {
+        let (r, p) = seq(vec![Mode::Hangs]);
+        for _ in 0..3 {
+            let t0 = tokio::time::Instant::now();
+            assert_eq!(said(&r).await, scripted_line());
+            assert_eq!(t0.elapsed(), Duration::from_millis(2500));
+        }
+        let asked = p.1.load(Ordering::Relaxed);
+        let t0 = tokio::time::Instant::now();
+        assert_eq!(said(&r).await, scripted_line());
+        assert_eq!(
+            t0.elapsed(),
+            Duration::ZERO,
+            "the open breaker costs no wait"
+        );
+        assert_eq!(
+            p.1.load(Ordering::Relaxed),
+            asked,
+            "the provider was not asked"
+        );
+        assert_eq!(r.stats().replies_skipped, 1);
+        // After the cooldown one reply probes; the provider is back.
+        *p.0.lock().unwrap() = vec![Mode::Ok(vec!["Back."])];
+        tokio::time::advance(Duration::from_secs(31)).await;
+        assert_eq!(said(&r).await, "Back.");
+        assert_eq!(r.breaker().consecutive_failures(), 0);
     }
 }

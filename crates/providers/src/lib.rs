@@ -8,7 +8,8 @@
 //!   with tool-call deltas, JSON-object mode) that implements
 //!   `agent::responder::Responder`.
 //! * [`fallback`]: a responder that falls back to the scripted one when the
-//!   LLM errors or is slow to start.
+//!   LLM errors or is slow to start (a hedged retry, a breaker).
+//! * [`breaker`]: a circuit breaker shared by every call of a process.
 //! * [`v2`]: the V2 booking backend over HTTP (SPEC §6, D-18 … D-20),
 //!   implementing `agent::backend::Backend`.
 //! * [`dashboard`]: the dashboard webhooks (SPEC §7.8, D-17 signatures).
@@ -22,6 +23,7 @@
 //! * `fake` (feature `testing`): loopback fake servers speaking the real
 //!   wire protocols, for tests.
 
+pub mod breaker;
 pub mod dashboard;
 pub mod deepgram;
 pub mod fallback;

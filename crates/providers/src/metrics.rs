@@ -13,6 +13,10 @@ pub const STT_LOST: &str = "calllock_stt_lost_total";
 /// Counter, label `voice` (`fallback` | `last_resort`): a line was handed
 /// to a voice other than the primary (one the fallback fails counts twice).
 pub const TTS_FALLBACKS: &str = "calllock_tts_fallbacks_total";
-/// Counter, label `kind` (`reply` | `scoped` | `extract` | `classify`):
-/// the LLM was slow or failed and the offline responder answered.
+/// Counter, label `kind` (`reply` | `reply_breaker_open` | `scoped` |
+/// `extract` | `classify`): the LLM was slow or failed (or its breaker was
+/// open) and the offline responder answered.
 pub const LLM_FALLBACKS: &str = "calllock_llm_fallbacks_total";
+/// Counter: an LLM reply was asked for a second time (the first failed at
+/// once or was still silent at the hedge).
+pub const LLM_HEDGES: &str = "calllock_llm_hedges_total";

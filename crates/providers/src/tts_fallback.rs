@@ -5,15 +5,25 @@
 //! fallback (Deepgram Aura), each a [`Tts`]. Per line:
 //!
 //! 1. While the breaker allows it, the primary is asked. What it sends
-//!    before its first audio is held back, and each wait for its next event
-//!    is bounded ([`FallbackOptions::first_audio_timeout`], 5 s).
-//!    * First audio: the held events go out, the rest streams with no
-//!      bound, the breaker records a success. An error after that ends the
-//!      line where it is (the caller already heard its start, and splicing
-//!      in another voice mid-sentence would be worse) and counts as a
-//!      failure for the breaker (D-23). The line simply ends
-//!      (the accountant counts only what was played).
-//!    * An error, a timeout, or an end without audio: what was held is
+//!    before its first audio is held back.
+//!    * Late ([`FallbackOptions::hedge_after`], 0.8 s) without audio: the
+//!      fallback is asked too, and whichever voice speaks first says the
+//!      line; the other request is dropped. A primary that loses the race
+//!      counts as a failure for the breaker. (Issue 24: the caller's dead
+//!      air is bounded by the hedge, not by the vendor's timeout.)
+//!    * First audio: the held events go out, the breaker records a
+//!      success, the rest streams.
+//!    * An error after that ends the line where it is and counts as a
+//!      failure for the breaker (D-23); a [`TtsEvent::Cut`] after the
+//!      audio tells the listener the rest was never said (the accountant
+//!      keeps only what was).
+//!    * A stall after that (no event for [`FallbackOptions::stall_after`],
+//!      1 s) counts as a failure too, and the fallback says the *rest* of
+//!      the line: the words whose audio the primary had not sent (from its
+//!      word timings, else the audio's length at 15 characters a second).
+//!      A voice that changes mid-line is better than silence.
+//!    * An error, an end without audio, or no audio at all by
+//!      [`FallbackOptions::first_audio_timeout`] (5 s): what was held is
 //!      dropped, the breaker records a failure, and the fallback says the
 //!      same line.
 //! 2. While the breaker is open, the fallback speaks at once.
@@ -31,7 +41,6 @@
 //! Dropping a line's stream drops the vendor request in flight (a
 //! barge-in): nothing stale plays.
 
-use agent::breaker::{BreakerState, CircuitBreaker};
 use futures_util::StreamExt;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -43,83 +52,25 @@ use voice::stages::tts::{Tts, TtsError, TtsEvent, TtsStream};
 /// Builds the fallback voice the first time it is needed.
 pub type LazyTts = Box<dyn Fn() -> Arc<dyn Tts> + Send + Sync>;
 
-/// The primary voice's circuit breaker with its own monotonic clock; share
-/// one `Arc` between calls so they learn from each other's failures.
-#[derive(Debug)]
-pub struct VoiceBreaker {
-    breaker: Mutex<CircuitBreaker>,
-    epoch: Instant,
-    /// A half-open probe line is in flight: every other line goes to the
-    /// fallback meanwhile (a dead primary costs one line its wait, not
-    /// every line of every call that starts in that window).
-    probing: AtomicBool,
-}
-
-impl VoiceBreaker {
-    /// Opens after `failure_threshold` consecutive failures for
-    /// `cooldown_s` (SPEC §6.2: 3 and 60 s).
-    pub fn new(failure_threshold: u32, cooldown_s: f64) -> Arc<Self> {
-        Arc::new(VoiceBreaker {
-            breaker: Mutex::new(CircuitBreaker::new(failure_threshold, cooldown_s)),
-            epoch: Instant::now(),
-            probing: AtomicBool::new(false),
-        })
-    }
-
-    fn lock(&self) -> MutexGuard<'_, CircuitBreaker> {
-        self.breaker.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    fn now(&self) -> f64 {
-        self.epoch.elapsed().as_secs_f64()
-    }
-
-    /// Whether a line starting now would ask the primary: closed, or
-    /// half-open with no probe in flight. Only looks.
-    pub fn should_try(&self) -> bool {
-        let now = self.now();
-        match self.lock().state(now) {
-            BreakerState::Closed => true,
-            BreakerState::HalfOpen => !self.probing.load(Ordering::Acquire),
-            BreakerState::Open => false,
-        }
-    }
-
-    /// `Some(is_probe)` when the primary may be asked now.
-    fn admit(&self) -> Option<bool> {
-        let now = self.now();
-        let state = self.lock().state(now);
-        match state {
-            BreakerState::Closed => Some(false),
-            BreakerState::HalfOpen if !self.probing.swap(true, Ordering::AcqRel) => Some(true),
-            _ => None,
-        }
-    }
-
-    fn record_failure(&self) {
-        let now = self.now();
-        self.lock().record_failure(now);
-        self.probing.store(false, Ordering::Release);
-    }
-
-    fn record_success(&self) {
-        self.lock().record_success();
-        self.probing.store(false, Ordering::Release);
-    }
-
-    /// Consecutive failures of the primary (for health output and tests).
-    pub fn consecutive_failures(&self) -> u32 {
-        self.lock().consecutive_failures()
-    }
-}
+/// The primary voice's circuit breaker; share one `Arc` between calls so
+/// they learn from each other's failures.
+pub use crate::breaker::SharedBreaker as VoiceBreaker;
 
 /// How a [`FallbackTts`] behaves.
 #[derive(Clone)]
 pub struct FallbackOptions {
     /// The primary's breaker (default: its own, 3 failures, 60 s).
     pub breaker: Arc<VoiceBreaker>,
-    /// Longest wait for the primary's next event before its first audio.
+    /// Longest wait for the primary's first audio; then the fallback says
+    /// the line alone.
     pub first_audio_timeout: Duration,
+    /// When the primary is this late with its first audio, the fallback is
+    /// asked too, and whichever speaks first says the line (a hedge: the
+    /// caller's dead air stays short while a vendor is slow).
+    pub hedge_after: Duration,
+    /// A gap this long in the primary's stream after its first audio is a
+    /// stall: the fallback says the rest of the line.
+    pub stall_after: Duration,
     /// Who speaks when both vendors failed (the offline voice).
     pub last_resort: Option<Arc<dyn Tts>>,
 }
@@ -129,6 +80,8 @@ impl Default for FallbackOptions {
         FallbackOptions {
             breaker: VoiceBreaker::new(3, 60.0),
             first_audio_timeout: Duration::from_secs(5),
+            hedge_after: Duration::from_millis(800),
+            stall_after: Duration::from_secs(1),
             last_resort: None,
         }
     }
@@ -197,26 +150,101 @@ impl FallbackTts {
 
 /// Where one line's synthesis is.
 enum Phase {
-    /// Asking the primary: events held until its first audio.
+    /// Asking the primary: events held until its first audio. Once it is
+    /// late ([`FallbackOptions::hedge_after`]) the fallback is asked too
+    /// (`hedge`, with its own held events): whichever speaks first says the
+    /// line, the other request is dropped.
     Primary {
         stream: TtsStream,
         held: Vec<TtsEvent>,
+        started: Instant,
+        hedge: Hedge,
     },
-    /// The primary's audio is flowing.
-    Streaming(TtsStream),
+    /// The primary's audio is flowing; `said` counts what went out.
+    Streaming {
+        stream: TtsStream,
+        said: Said,
+    },
     /// The fallback (`last == false`) or the last resort is speaking;
-    /// `spoke` once it produced anything.
+    /// `spoke` once it produced anything. Its word timings are moved by
+    /// `shift` (the audio the primary said of this line before it stalled).
     Other {
         stream: TtsStream,
         spoke: bool,
         last: bool,
+        shift: Duration,
     },
     Done,
 }
 
+/// The fallback asked beside a late primary.
+enum Hedge {
+    /// Not asked yet.
+    No,
+    /// Asked; what it sent before its first audio is held.
+    Asked(TtsStream, Vec<TtsEvent>),
+    /// Asked and failed: the primary alone may still speak.
+    Failed,
+}
+
+/// What the primary voice has sent of one line: its audio's length and the
+/// word timings, so a stall can hand the unsaid rest to the fallback.
+#[derive(Default)]
+struct Said {
+    audio: Duration,
+    words: Vec<Duration>,
+}
+
+impl Said {
+    fn note(&mut self, e: &TtsEvent) {
+        match e {
+            TtsEvent::Audio(a) => self.audio += a.duration(),
+            TtsEvent::Word(w) => self.words.push(w.start),
+            TtsEvent::Cut => {}
+        }
+    }
+
+    /// The words of `text` the caller will not hear: those after the last
+    /// word whose audio went out whole (the next word started within the
+    /// audio sent; the last word known, when its estimated length fits).
+    /// Without word timings the audio's length is read at 15 characters a
+    /// second (SPEC §4.2's estimate).
+    fn rest(&self, text: &str) -> String {
+        let words: Vec<&str> = text.split_whitespace().collect();
+        let done = if self.words.is_empty() {
+            let mut chars = 0.0;
+            words
+                .iter()
+                .take_while(|w| {
+                    chars += w.chars().count() as f64 + 1.0;
+                    chars / CHARS_PER_SECOND <= self.audio.as_secs_f64()
+                })
+                .count()
+        } else {
+            (0..self.words.len().min(words.len()))
+                .take_while(|&i| {
+                    let end = match self.words.get(i + 1) {
+                        Some(next) => *next,
+                        None => {
+                            let len = words[i].chars().count() as f64 + 1.0;
+                            self.words[i] + Duration::from_secs_f64(len / CHARS_PER_SECOND)
+                        }
+                    };
+                    end <= self.audio
+                })
+                .count()
+        };
+        words[done..].join(" ")
+    }
+}
+
+/// Speaking rate assumed where a voice gives no word timings.
+const CHARS_PER_SECOND: f64 = 15.0;
+
 /// One line being said.
 struct Line {
     shared: Arc<Shared>,
+    /// What is left to say (the whole line, or the rest after a stall).
     text: Arc<str>,
     phase: Phase,
     out: VecDeque<Result<TtsEvent, TtsError>>,
@@ -229,11 +257,7 @@ impl Drop for Line {
         if self.probe {
             // Dropped (a barge-in) before the primary answered: let the
             // next line probe instead.
-            self.shared
-                .opts
-                .breaker
-                .probing
-                .store(false, Ordering::Release);
+            self.shared.opts.breaker.abandon_probe();
         }
     }
 }
@@ -256,6 +280,48 @@ impl Line {
             stream: tts.synthesize(&self.text),
             spoke: false,
             last: false,
+            shift: Duration::ZERO,
+        };
+    }
+
+    /// The primary's first audio: what it held goes out, its audio flows.
+    fn primary_speaks(&mut self, stream: TtsStream, held: Vec<TtsEvent>, first: TtsEvent) {
+        self.probe = false;
+        self.shared.opts.breaker.record_success();
+        let mut said = Said::default();
+        for e in held.into_iter().chain(std::iter::once(first)) {
+            said.note(&e);
+            self.out.push_back(Ok(e));
+        }
+        self.phase = Phase::Streaming { stream, said };
+    }
+
+    /// The hedge spoke first: the primary was too late for this line.
+    fn hedge_speaks(&mut self, stream: TtsStream, held: Vec<TtsEvent>, first: TtsEvent) {
+        self.probe = false;
+        self.shared.opts.breaker.record_failure();
+        tracing::warn!("the primary voice was late; the fallback said the line");
+        self.out.extend(held.into_iter().map(Ok));
+        self.out.push_back(Ok(first));
+        self.phase = Phase::Other {
+            stream,
+            spoke: true,
+            last: false,
+            shift: Duration::ZERO,
+        };
+    }
+
+    /// The primary is out of the race (failed, or past its first-audio
+    /// deadline): the hedge keeps the line alone.
+    fn hedge_alone(&mut self, stream: TtsStream, held: Vec<TtsEvent>) {
+        self.probe = false;
+        self.shared.opts.breaker.record_failure();
+        self.out.extend(held.into_iter().map(Ok));
+        self.phase = Phase::Other {
+            stream,
+            spoke: false,
+            last: false,
+            shift: Duration::ZERO,
         };
     }
 
@@ -263,69 +329,200 @@ impl Line {
     async fn step(&mut self) {
         match std::mem::replace(&mut self.phase, Phase::Done) {
             Phase::Primary {
+                stream,
+                held,
+                started,
+                hedge,
+            } => self.step_primary(stream, held, started, hedge).await,
+            Phase::Streaming {
                 mut stream,
-                mut held,
+                mut said,
             } => {
-                let wait = self.shared.opts.first_audio_timeout;
-                match tokio::time::timeout(wait, stream.next()).await {
-                    Ok(Some(Ok(TtsEvent::Audio(a)))) => {
-                        self.probe = false;
-                        self.shared.opts.breaker.record_success();
-                        self.out.extend(held.drain(..).map(Ok));
-                        self.out.push_back(Ok(TtsEvent::Audio(a)));
-                        self.phase = Phase::Streaming(stream);
-                    }
+                let stall = self.shared.opts.stall_after;
+                match tokio::time::timeout(stall, stream.next()).await {
                     Ok(Some(Ok(e))) => {
-                        held.push(e);
-                        self.phase = Phase::Primary { stream, held };
+                        said.note(&e);
+                        self.out.push_back(Ok(e));
+                        self.phase = Phase::Streaming { stream, said };
                     }
-                    Ok(Some(Err(e))) => self.primary_failed(&e.0),
-                    Ok(None) => self.primary_failed("the primary voice ended without audio"),
-                    Err(_) => self.primary_failed("no audio from the primary voice in time"),
+                    Ok(Some(Err(e))) => {
+                        // D-23: the line ends where it is, but a vendor that
+                        // cuts lines is failing.
+                        self.shared.opts.breaker.record_failure();
+                        tracing::warn!(error = %e.0, "the primary voice failed mid-line; the line ends there");
+                        // The listener learns the rest was never spoken
+                        // (the accountant drops it).
+                        self.out.push_back(Ok(TtsEvent::Cut));
+                    }
+                    Ok(None) => {}
+                    Err(_) => {
+                        // A stall: the caller would hear silence. The
+                        // fallback says what the primary has not.
+                        self.shared.opts.breaker.record_failure();
+                        drop(stream);
+                        let rest = said.rest(&self.text);
+                        if rest.is_empty() {
+                            return;
+                        }
+                        tracing::warn!(
+                            rest = %rest,
+                            "the primary voice stalled mid-line; the fallback says the rest"
+                        );
+                        metrics::counter!(crate::metrics::TTS_FALLBACKS, "voice" => "fallback_rest")
+                            .increment(1);
+                        self.text = Arc::from(rest);
+                        let tts = self.shared.fallback();
+                        self.phase = Phase::Other {
+                            stream: tts.synthesize(&self.text),
+                            spoke: false,
+                            last: false,
+                            shift: said.audio,
+                        };
+                    }
                 }
             }
-            Phase::Streaming(mut stream) => match stream.next().await {
-                Some(Ok(e)) => {
-                    self.out.push_back(Ok(e));
-                    self.phase = Phase::Streaming(stream);
-                }
-                Some(Err(e)) => {
-                    // D-23: the line ends where it is (no voice spliced in
-                    // mid-sentence), but a vendor that cuts lines is failing.
-                    self.shared.opts.breaker.record_failure();
-                    tracing::warn!(error = %e.0, "the primary voice failed mid-line; the line ends there");
-                }
-                None => {}
-            },
             Phase::Other {
                 mut stream,
                 spoke,
                 last,
+                shift,
             } => match stream.next().await {
                 Some(Ok(e)) => {
+                    let e = match e {
+                        TtsEvent::Word(mut w) => {
+                            w.start += shift;
+                            TtsEvent::Word(w)
+                        }
+                        e => e,
+                    };
                     self.out.push_back(Ok(e));
                     self.phase = Phase::Other {
                         stream,
                         spoke: true,
                         last,
+                        shift,
                     };
                 }
                 Some(Err(e)) if spoke => {
                     tracing::warn!(error = %e.0, "the fallback voice failed mid-line; the line ends there");
+                    self.out.push_back(Ok(TtsEvent::Cut));
                 }
-                Some(Err(e)) => self.other_failed(&e.0, last),
+                Some(Err(e)) => self.other_failed(&e.0, last, shift),
                 // Ended without a word: as good as an error.
-                None if !spoke => self.other_failed("the voice ended without audio", last),
+                None if !spoke => self.other_failed("the voice ended without audio", last, shift),
                 None => {}
             },
             Phase::Done => {}
+        }
+    }
+
+    /// One event of the primary before its first audio, or of the hedge
+    /// racing it.
+    async fn step_primary(
+        &mut self,
+        mut stream: TtsStream,
+        mut held: Vec<TtsEvent>,
+        started: Instant,
+        hedge: Hedge,
+    ) {
+        let opts = &self.shared.opts;
+        let give_up = started + opts.first_audio_timeout;
+        match hedge {
+            Hedge::No | Hedge::Failed => {
+                let hedge_at = started + opts.hedge_after;
+                let hedging = matches!(hedge, Hedge::No) && hedge_at < give_up;
+                let until = if hedging { hedge_at } else { give_up };
+                match tokio::time::timeout_at(until, stream.next()).await {
+                    Ok(Some(Ok(TtsEvent::Audio(a)))) => {
+                        self.primary_speaks(stream, held, TtsEvent::Audio(a))
+                    }
+                    Ok(Some(Ok(e))) => {
+                        held.push(e);
+                        self.phase = Phase::Primary {
+                            stream,
+                            held,
+                            started,
+                            hedge,
+                        };
+                    }
+                    Ok(Some(Err(e))) => self.primary_failed(&e.0),
+                    Ok(None) => self.primary_failed("the primary voice ended without audio"),
+                    Err(_) if hedging => {
+                        tracing::info!("the primary voice is late; asking the fallback too");
+                        metrics::counter!(crate::metrics::TTS_FALLBACKS, "voice" => "hedge")
+                            .increment(1);
+                        let fallback = self.shared.fallback().synthesize(&self.text);
+                        self.phase = Phase::Primary {
+                            stream,
+                            held,
+                            started,
+                            hedge: Hedge::Asked(fallback, Vec::new()),
+                        };
+                    }
+                    Err(_) => self.primary_failed("no audio from the primary voice in time"),
+                }
+            }
+            Hedge::Asked(mut other, mut other_held) => {
+                tokio::select! {
+                    biased;
+                    e = stream.next() => match e {
+                        Some(Ok(TtsEvent::Audio(a))) => {
+                            drop(other);
+                            self.primary_speaks(stream, held, TtsEvent::Audio(a));
+                        }
+                        Some(Ok(e)) => {
+                            held.push(e);
+                            self.phase = Phase::Primary {
+                                stream,
+                                held,
+                                started,
+                                hedge: Hedge::Asked(other, other_held),
+                            };
+                        }
+                        // The primary is out: the hedge goes on alone.
+                        Some(Err(_)) | None => self.hedge_alone(other, other_held),
+                    },
+                    e = other.next() => match e {
+                        Some(Ok(TtsEvent::Audio(a))) => {
+                            drop(stream);
+                            self.hedge_speaks(other, other_held, TtsEvent::Audio(a));
+                        }
+                        Some(Ok(e)) => {
+                            other_held.push(e);
+                            self.phase = Phase::Primary {
+                                stream,
+                                held,
+                                started,
+                                hedge: Hedge::Asked(other, other_held),
+                            };
+                        }
+                        // The fallback failed: the primary may still speak
+                        // (until its first-audio deadline; then the last
+                        // resort).
+                        Some(Err(_)) | None => {
+                            self.phase = Phase::Primary {
+                                stream,
+                                held,
+                                started,
+                                hedge: Hedge::Failed,
+                            };
+                        }
+                    },
+                    _ = tokio::time::sleep_until(give_up) => {
+                        // Both late: the primary has had its chance; the
+                        // fallback keeps the line.
+                        drop(stream);
+                        self.hedge_alone(other, other_held);
+                    }
+                }
+            }
         }
     }
 }
 
 impl Line {
     /// The fallback (or the last resort) failed before saying anything.
-    fn other_failed(&mut self, why: &str, last: bool) {
+    fn other_failed(&mut self, why: &str, last: bool, shift: Duration) {
         match (&self.shared.opts.last_resort, last) {
             (Some(tts), false) => {
                 tracing::error!(error = %why, "both voices failed; the offline voice speaks");
@@ -335,6 +532,7 @@ impl Line {
                     stream: tts.synthesize(&self.text),
                     spoke: false,
                     last: true,
+                    shift,
                 };
             }
             _ => self
@@ -358,6 +556,8 @@ impl Tts for FallbackTts {
             line.phase = Phase::Primary {
                 stream: self.shared.primary.synthesize(text),
                 held: Vec::new(),
+                started: Instant::now(),
+                hedge: Hedge::No,
             };
         } else {
             line.fall_back("the primary voice's breaker is open");
@@ -458,9 +658,38 @@ mod tests {
             .map(|i| match i {
                 Ok(TtsEvent::Audio(a)) => a.bytes[0] as i32,
                 Ok(TtsEvent::Word(_)) => -2,
+                Ok(TtsEvent::Cut) => -3,
                 Err(_) => -1,
             })
             .collect()
+    }
+
+    /// A voice that says one chunk of audio, then fails (D-23).
+    struct BreaksOff;
+    impl Tts for BreaksOff {
+        fn synthesize(&self, _text: &str) -> TtsStream {
+            Box::pin(futures_util::stream::iter([
+                Ok(TtsEvent::Audio(Audio::pcm16(vec![1, 0], 8000))),
+                Err(TtsError("resource exhausted".into())),
+            ]))
+        }
+    }
+
+    /// D-23 and issue 24 row 6: an error after the first audio ends the
+    /// line there — no fallback, a failure for the breaker — and says so
+    /// with a `Cut`, so the rest of the line is not counted as said.
+    #[tokio::test(start_paused = true)]
+    async fn a_primary_failing_mid_line_ends_it_with_a_cut() {
+        let fallback = Voice::new(2, false, Duration::ZERO);
+        let f2 = fallback.clone();
+        let tts = FallbackTts::new(
+            Arc::new(BreaksOff),
+            Box::new(move || f2.clone() as Arc<dyn Tts>),
+            unhedged(&VoiceBreaker::new(3, 60.0)),
+        );
+        assert_eq!(tag(&say(&tts).await), vec![1, -3]);
+        assert_eq!(fallback.calls.load(Ordering::SeqCst), 0);
+        assert_eq!(tts.breaker().consecutive_failures(), 1);
     }
 
     #[tokio::test(start_paused = true)]
@@ -471,13 +700,175 @@ mod tests {
         let tts = FallbackTts::new(
             primary.clone(),
             Box::new(move || f2.clone() as Arc<dyn Tts>),
-            FallbackOptions::default(),
+            unhedged(&VoiceBreaker::new(3, 60.0)),
         );
         let t0 = Instant::now();
         assert_eq!(tag(&say(&tts).await), vec![2]);
         assert_eq!(t0.elapsed(), Duration::from_secs(5));
         assert_eq!(primary.dropped.load(Ordering::SeqCst), 1, "request dropped");
         assert_eq!(tts.breaker().consecutive_failures(), 1);
+    }
+
+    /// Issue 24 row 1: a primary that accepts the request and says nothing
+    /// costs the caller the hedge's wait, not the vendor's timeout.
+    #[tokio::test(start_paused = true)]
+    async fn a_late_primary_is_hedged_and_whichever_speaks_first_says_the_line() {
+        // The primary is silent: the fallback, asked at the hedge, speaks.
+        let primary = Voice::new(1, false, Duration::from_secs(30));
+        let tts = FallbackTts::new(
+            primary.clone(),
+            Box::new(|| Voice::new(2, false, Duration::from_millis(200)) as Arc<dyn Tts>),
+            FallbackOptions::default(),
+        );
+        let t0 = Instant::now();
+        assert_eq!(tag(&say(&tts).await), vec![2]);
+        assert_eq!(
+            t0.elapsed(),
+            Duration::from_millis(1000),
+            "hedge 0.8 s + 0.2 s"
+        );
+        assert_eq!(
+            primary.dropped.load(Ordering::SeqCst),
+            1,
+            "the late request is dropped"
+        );
+        assert_eq!(tts.breaker().consecutive_failures(), 1);
+
+        // The primary is late but still first: it says the line, the
+        // fallback's request is dropped, and the breaker counts a success.
+        let fallback = Voice::new(2, false, Duration::from_secs(2));
+        let f2 = fallback.clone();
+        let tts = FallbackTts::new(
+            Voice::new(1, false, Duration::from_millis(1100)),
+            Box::new(move || f2.clone() as Arc<dyn Tts>),
+            FallbackOptions::default(),
+        );
+        let t0 = Instant::now();
+        assert_eq!(tag(&say(&tts).await), vec![1]);
+        assert_eq!(t0.elapsed(), Duration::from_millis(1100));
+        assert_eq!(
+            fallback.calls.load(Ordering::SeqCst),
+            1,
+            "asked at the hedge"
+        );
+        assert_eq!(fallback.dropped.load(Ordering::SeqCst), 1, "and dropped");
+        assert_eq!(tts.breaker().consecutive_failures(), 0);
+    }
+
+    /// A voice that sends `events` (each after its delay), then hangs.
+    struct Stalls(Vec<(Duration, TtsEvent)>);
+
+    impl Tts for Stalls {
+        fn synthesize(&self, _text: &str) -> TtsStream {
+            let events = self.0.clone();
+            Box::pin(
+                futures_util::stream::iter(events)
+                    .then(|(d, e)| async move {
+                        tokio::time::sleep(d).await;
+                        Ok(e)
+                    })
+                    .chain(futures_util::stream::pending()),
+            )
+        }
+    }
+
+    /// A voice that says what it is asked as one word timing per word
+    /// (0.3 s apart) and one audio chunk.
+    struct Echo(Arc<Mutex<Vec<String>>>);
+
+    impl Tts for Echo {
+        fn synthesize(&self, text: &str) -> TtsStream {
+            self.0.lock().unwrap().push(text.to_string());
+            let mut events: Vec<Result<TtsEvent, TtsError>> = text
+                .split_whitespace()
+                .enumerate()
+                .map(|(i, w)| {
+                    Ok(TtsEvent::Word(voice::accountant::WordTiming {
+                        word: w.to_string(),
+                        start: Duration::from_millis(300 * i as u64),
+                    }))
+                })
+                .collect();
+            events.push(Ok(TtsEvent::Audio(Audio::pcm16(vec![2, 0], 8000))));
+            Box::pin(futures_util::stream::iter(events))
+        }
+    }
+
+    fn word(w: &str, ms: u64) -> TtsEvent {
+        TtsEvent::Word(voice::accountant::WordTiming {
+            word: w.to_string(),
+            start: Duration::from_millis(ms),
+        })
+    }
+
+    /// 0.5 s of 8 kHz audio.
+    fn half_second() -> TtsEvent {
+        TtsEvent::Audio(Audio::pcm16(vec![1u8; 8000], 8000))
+    }
+
+    /// Issue 24 row 2: a primary that stalls after its first chunk: the
+    /// fallback says the words the caller has not heard, at once.
+    #[tokio::test(start_paused = true)]
+    async fn a_stall_after_the_first_audio_hands_the_rest_to_the_fallback() {
+        let asked = Arc::new(Mutex::new(Vec::new()));
+        let a2 = asked.clone();
+        let primary = Stalls(vec![
+            (Duration::ZERO, word("Thanks", 0)),
+            (Duration::ZERO, word("for", 250)),
+            (Duration::ZERO, word("calling", 400)),
+            (Duration::from_millis(100), half_second()),
+        ]);
+        let tts = FallbackTts::new(
+            Arc::new(primary),
+            Box::new(move || Arc::new(Echo(a2.clone())) as Arc<dyn Tts>),
+            FallbackOptions::default(),
+        );
+        let t0 = Instant::now();
+        let got = tts
+            .synthesize("Thanks for calling ACE Cooling today.")
+            .collect::<Vec<_>>()
+            .await;
+        assert_eq!(
+            t0.elapsed(),
+            Duration::from_millis(1100),
+            "stall found after 1 s"
+        );
+        // "calling" started at 0.4 s in 0.5 s of audio: its end is not
+        // proven, so the fallback says it again with the rest.
+        assert_eq!(
+            *asked.lock().unwrap(),
+            vec!["calling ACE Cooling today.".to_string()]
+        );
+        // The fallback's word timings follow the primary's audio.
+        let starts: Vec<u64> = got
+            .iter()
+            .filter_map(|e| match e {
+                Ok(TtsEvent::Word(w)) => Some(w.start.as_millis() as u64),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(starts, vec![0, 250, 400, 500, 800, 1100, 1400]);
+        assert_eq!(
+            tts.breaker().consecutive_failures(),
+            1,
+            "a stall is a failure (D-23)"
+        );
+    }
+
+    #[test]
+    fn the_rest_of_a_line_is_the_words_not_sent_whole() {
+        let said = |audio_ms: u64, words: &[u64]| Said {
+            audio: Duration::from_millis(audio_ms),
+            words: words.iter().map(|ms| Duration::from_millis(*ms)).collect(),
+        };
+        let text = "my AC is broken";
+        assert_eq!(said(0, &[]).rest(text), "my AC is broken");
+        assert_eq!(said(700, &[0, 300, 600]).rest(text), "is broken");
+        // Past the last word timing: the word fits its estimated length.
+        assert_eq!(said(2000, &[0, 300, 600, 800]).rest(text), "");
+        // No timings: 15 characters a second ("my " = 3, "AC " = 6).
+        assert_eq!(said(450, &[]).rest(text), "is broken");
+        assert_eq!(said(0, &[0]).rest(""), "");
     }
 
     #[tokio::test(start_paused = true)]
@@ -513,6 +904,15 @@ mod tests {
         );
     }
 
+    /// Options without the hedge (these tests are about the breaker).
+    fn unhedged(breaker: &Arc<VoiceBreaker>) -> FallbackOptions {
+        FallbackOptions {
+            breaker: breaker.clone(),
+            hedge_after: Duration::from_secs(60),
+            ..FallbackOptions::default()
+        }
+    }
+
     #[tokio::test(start_paused = true)]
     async fn half_open_lets_one_line_probe_and_the_rest_use_the_fallback() {
         let breaker = VoiceBreaker::new(1, 60.0);
@@ -520,10 +920,7 @@ mod tests {
         let tts = FallbackTts::new(
             primary.clone(),
             Box::new(|| Voice::new(2, false, Duration::ZERO) as Arc<dyn Tts>),
-            FallbackOptions {
-                breaker: breaker.clone(),
-                ..FallbackOptions::default()
-            },
+            unhedged(&breaker),
         );
         breaker.record_failure();
         tokio::time::advance(Duration::from_secs(61)).await;

@@ -74,6 +74,7 @@ async fn collect(mut s: TtsStream) -> Heard {
                 h.pcm.extend_from_slice(&a.bytes);
             }
             Ok(TtsEvent::Word(_)) => h.words_events += 1,
+            Ok(TtsEvent::Cut) => panic!("Aura's client never cuts a line itself"),
             Err(e) => h.error = Some(e),
         }
     }

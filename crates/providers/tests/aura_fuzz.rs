@@ -361,7 +361,7 @@ fn random_answers_through_the_real_client() {
                             pieces_ok &= !a.bytes.is_empty() && a.bytes.len() <= 1600;
                             pcm.extend_from_slice(&a.bytes);
                         }
-                        Some(Ok(TtsEvent::Word(_))) => pieces_ok = false,
+                        Some(Ok(TtsEvent::Word(_) | TtsEvent::Cut)) => pieces_ok = false,
                         Some(Err(e)) => error = Some(e),
                     }
                 }

@@ -91,6 +91,7 @@ async fn hear(mut s: TtsStream) -> Heard {
                     h.chunks.push(a.bytes.len());
                     h.audio.extend_from_slice(&a.bytes);
                 }
+                Ok(TtsEvent::Cut) => panic!("Inworld's client never cuts a line itself"),
                 Err(e) => h.error = Some(e),
             }
         }

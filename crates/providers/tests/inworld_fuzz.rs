@@ -550,6 +550,7 @@ fn client_over_the_wire_matches_the_decoder() {
             match i {
                 Ok(TtsEvent::Word(w)) => c_words.push(w.clone()),
                 Ok(TtsEvent::Audio(a)) => c_audio.extend_from_slice(&a.bytes),
+                Ok(TtsEvent::Cut) => prop_assert!(false, "Inworld's client never cuts a line"),
                 Err(_) => {
                     prop_assert_eq!(n + 1, items.len(), "an error is last");
                     c_failed = true;

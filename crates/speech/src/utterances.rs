@@ -14,6 +14,10 @@
 //! "Sorry, I didn't catch that" ([`TranscriptOut::not_heard`]) rather than
 //! silence. A clip longer than [`UtteranceOptions::max`] (Whisper hears 30 s
 //! at most) is sent as it fills and the rest continues as a new clip.
+//! A sound that holds no words (a click, a cough, "[BLANK_AUDIO]") ends
+//! with an empty final transcript, as speech vendors send one: it tells the
+//! conversation the caller's words are not coming, so its idle wait starts
+//! again instead of waiting on them.
 //!
 //! [`ControlFrame::UserStartedSpeaking`]: voice::frames::ControlFrame::UserStartedSpeaking
 
@@ -63,6 +67,8 @@ impl Default for UtteranceOptions {
 enum Pending {
     Words(Heard),
     NotHeard(&'static str),
+    /// A sound too short to hold words (a click): nothing to hear.
+    Nothing,
 }
 
 /// A call's speech to text through a shared [`Recogniser`].
@@ -103,6 +109,7 @@ impl<R: Recogniser + ?Sized> UtteranceStt<R> {
         let clip = std::mem::take(&mut self.clip);
         let Some(pending) = &self.pending else { return };
         if clip.len() < self.samples_of(self.options.min) {
+            let _ = pending.send(Pending::Nothing);
             return;
         }
         let clip = to_recogniser_rate(&clip, self.rate);
@@ -171,10 +178,12 @@ async fn report(mut rx: mpsc::UnboundedReceiver<Pending>, out: TranscriptOut) {
                 Err(_) => Err("the recogniser stopped".to_string()),
             },
             Pending::NotHeard(why) => Err(why.to_string()),
+            Pending::Nothing => Ok(String::new()),
         };
         let sent = match words {
-            // Breath, a cough: no words, no turn.
-            Ok(text) if text.is_empty() => true,
+            // Breath, a cough: no words, no turn. The empty final result
+            // says the recogniser is done with it (the conversation's idle
+            // wait starts again; it does not wait for words).
             Ok(text) => {
                 out.send(Transcript {
                     text,
@@ -380,8 +389,10 @@ mod tests {
         }
         stt.user_stopped_speaking();
         let got = heard(&mut rx).await;
-        // the pre-roll was empty (no audio before); 28 s sent as it filled, then 2 s.
-        assert_eq!(got, vec!["clip of 280 tenths", "clip of 20 tenths"]);
+        // The click is no clip, but its end is reported (an empty final
+        // result: the conversation stops waiting for words). The pre-roll
+        // was empty (no audio before); 28 s sent as it filled, then 2 s.
+        assert_eq!(got, vec!["", "clip of 280 tenths", "clip of 20 tenths"]);
         assert_eq!(rec.clips.lock().unwrap().len(), 2);
     }
 

@@ -1,12 +1,18 @@
 //! [`EmbeddedBackend`]: the five booking tools answered from the local
 //! database, in the V2 response shapes (SPEC §6.3, D-18/D-19) — truthfully.
 //!
-//! Scheduling model: visits last [`VISIT_MINUTES`] and start on whole hours
-//! from the profile's `open_hour` to `close_hour - 1` on business days; each
-//! slot takes up to `capacity` visits (technicians, default
-//! [`DEFAULT_SLOT_CAPACITY`]). A booking takes the first slot with room at or
-//! after the requested time (never in the past) within [`SEARCH_DAYS`] days;
-//! a requested time more than [`MAX_AHEAD_DAYS`] ahead is refused.
+//! Scheduling model (as a real calendar such as Cal.com books): visits last
+//! [`VISIT_MINUTES`] and may start at any whole minute from the profile's
+//! `open_hour` until [`VISIT_MINUTES`] before `close_hour` on business days;
+//! at most `capacity` visits (technicians, default [`DEFAULT_SLOT_CAPACITY`])
+//! run at any one moment. A booking (or reschedule) takes exactly the
+//! requested start when it is ahead, inside business hours and has room —
+//! the agent reads that time back to the caller before booking (D-14/D-25),
+//! so what is read back is what is booked. Otherwise it takes the first
+//! start with room after it (the next whole hour, or the moment a visit
+//! ends) within [`SEARCH_DAYS`] days, and the answer says the requested time
+//! could not be had (`time_changed`, `time_change_reason`, `message`); a
+//! requested time more than [`MAX_AHEAD_DAYS`] ahead is refused.
 //! Slot checks and inserts run in one write transaction holding the
 //! bookings lock (SQLite `BEGIN IMMEDIATE`, a PostgreSQL advisory lock; see
 //! the `dialect` module), so concurrent bookings — from this process or
@@ -20,7 +26,7 @@ use crate::{Store, StoreError};
 use agent::backend::{Backend, ToolCall};
 use agent::BusinessProfile;
 use async_trait::async_trait;
-use chrono::{DateTime, Datelike, Duration, TimeZone, Utc};
+use chrono::{DateTime, Datelike, Duration, TimeZone, Timelike, Utc};
 use chrono_tz::Tz;
 use serde_json::{json, Map, Value};
 use sqlx::{AnyConnection, Row};
@@ -28,8 +34,9 @@ use std::sync::Arc;
 
 /// Visits per slot when not configured (technicians on duty).
 pub const DEFAULT_SLOT_CAPACITY: u32 = 2;
-/// Length of one visit.
-pub const VISIT_MINUTES: i64 = 60;
+/// Length of one visit (the agent's resolver keeps the last start this long
+/// before closing).
+pub const VISIT_MINUTES: i64 = agent::booking_time::VISIT_MINUTES as i64;
 /// How far ahead a booking or reschedule looks for an open slot.
 pub const SEARCH_DAYS: i64 = 14;
 /// A requested time further ahead than this is refused.
@@ -110,6 +117,79 @@ fn user(s: impl Into<String>) -> Fail {
     Fail::User(s.into())
 }
 
+/// The start a booking got, and why it is not the requested one.
+struct Slot {
+    start: DateTime<Tz>,
+    /// `None` when it is exactly the requested start.
+    moved: Option<Moved>,
+}
+
+/// Why a booking did not get the requested start.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Moved {
+    /// Another visit takes the last room at that time.
+    Taken,
+    /// Outside business hours or on a closed day.
+    Closed,
+    /// Already past.
+    Past,
+}
+
+impl Moved {
+    fn as_str(self) -> &'static str {
+        match self {
+            Moved::Taken => "taken",
+            Moved::Closed => "closed",
+            Moved::Past => "past",
+        }
+    }
+
+    fn said(self) -> &'static str {
+        match self {
+            Moved::Taken => "was taken",
+            Moved::Closed => "is outside business hours",
+            Moved::Past => "has already passed",
+        }
+    }
+}
+
+/// The most visits of `busy` (start, minutes) running at one moment in
+/// `[s, e)`.
+fn peak(busy: &[(i64, i64)], s: i64, e: i64) -> usize {
+    let end = |(a, d): (i64, i64)| a.saturating_add(d.saturating_mul(60));
+    let over: Vec<(i64, i64)> = busy
+        .iter()
+        .copied()
+        .filter(|v| v.0 < e && end(*v) > s)
+        .collect();
+    std::iter::once(s)
+        .chain(over.iter().map(|v| v.0).filter(|a| *a > s))
+        .map(|p| over.iter().filter(|v| v.0 <= p && end(**v) > p).count())
+        .max()
+        .unwrap_or(0)
+}
+
+/// The fields a booking or reschedule answer adds about the requested
+/// time: `requested_time`, `time_changed`, and when it changed
+/// `time_change_reason` (taken / closed / past) and `message` ("Tuesday,
+/// February 24 at 10:30 AM was taken; booked Tuesday, February 24 at 11:00
+/// AM instead."; a reschedule says "the appointment is moved to").
+fn requested_fields(out: &mut Value, requested: &DateTime<Tz>, slot: &Slot, done: &str) {
+    out["requested_time"] = json!(iso_local(requested));
+    out["time_changed"] = json!(slot.moved.is_some());
+    if let Some(why) = slot.moved {
+        out["time_change_reason"] = json!(why.as_str());
+        out["message"] = json!(format!(
+            "{} at {} {}; {done} {} at {} instead.",
+            fmt_date(requested),
+            fmt_time(requested),
+            why.said(),
+            fmt_date(&slot.start),
+            fmt_time(&slot.start)
+        ));
+    }
+}
+
 /// Whether a phone number has anything to dial.
 fn has_digit(phone: &str) -> bool {
     phone.bytes().any(|b| b.is_ascii_digit())
@@ -179,8 +259,9 @@ impl EmbeddedBackend {
         Ok(hint.max(now))
     }
 
-    /// Slot starts at or after `earliest` and before `earliest + SEARCH_DAYS`,
-    /// in order.
+    /// Whole-hour visit starts at or after `earliest` and before `earliest +
+    /// SEARCH_DAYS`, in order (where a booking moves on to when the
+    /// requested start cannot be had).
     fn candidate_slots(&self, earliest: DateTime<Utc>) -> Vec<DateTime<Tz>> {
         let tz = self.tz();
         let Some(horizon) = earliest.checked_add_signed(Duration::days(SEARCH_DAYS)) else {
@@ -212,20 +293,36 @@ impl EmbeddedBackend {
         out
     }
 
-    /// The first slot with room at or after `earliest` (appointment
-    /// `exclude_uid` not counted), read inside the caller's transaction.
+    /// Whether a visit may start at `t`: a business day, at or after
+    /// opening, ending by closing.
+    fn offered(&self, t: &DateTime<Tz>) -> bool {
+        let open = i64::from(self.profile.open_hour) * 60;
+        let close = i64::from(self.profile.close_hour.min(24)) * 60;
+        let m = i64::from(t.hour() * 60 + t.minute());
+        self.profile.is_business_day(t.weekday()) && m >= open && m + VISIT_MINUTES <= close
+    }
+
+    /// The start for a visit requested at `requested` (read inside the
+    /// caller's transaction; appointment `exclude_uid` not counted): exactly
+    /// `requested` (rounded up to the whole minute) when it is ahead of
+    /// `now`, offered and has room; else the first start with room after it
+    /// (and after `now`): a whole hour, or the moment a booked visit ends.
     async fn find_slot(
         &self,
         conn: &mut AnyConnection,
-        earliest: DateTime<Utc>,
+        requested: DateTime<Utc>,
+        now: DateTime<Utc>,
         exclude_uid: &str,
-    ) -> Result<Option<DateTime<Tz>>, Fail> {
-        let slots = self.candidate_slots(earliest);
-        let (Some(first), Some(last)) = (slots.first(), slots.last()) else {
-            return Ok(None);
-        };
-        let lo = first.timestamp();
-        let hi = last.timestamp() + VISIT_MINUTES * 60;
+    ) -> Result<Option<Slot>, Fail> {
+        let tz = self.tz();
+        let requested = round_up_to_minute(requested).with_timezone(&tz);
+        let earliest = requested.with_timezone(&Utc).max(now);
+        let grid = self.candidate_slots(earliest);
+        let horizon = earliest.timestamp().saturating_add(SEARCH_DAYS * 86_400);
+        let lo = earliest.timestamp();
+        let hi = horizon
+            .max(requested.timestamp())
+            .saturating_add(VISIT_MINUTES * 60);
         let busy: Vec<(i64, i64)> = sqlx::query(
             "SELECT start_unix, duration_minutes FROM appointments \
              WHERE status = 'booked' AND uid <> $1 AND start_unix < $2 \
@@ -240,14 +337,45 @@ impl EmbeddedBackend {
         .map(|r| Ok((r.try_get(0)?, r.try_get(1)?)))
         .collect::<Result<_, sqlx::Error>>()?;
         let cap = usize::try_from(self.capacity).unwrap_or(usize::MAX);
-        Ok(slots.into_iter().find(|slot| {
-            let s = slot.timestamp();
-            let e = s.saturating_add(VISIT_MINUTES * 60);
-            busy.iter()
-                .filter(|(a, d)| *a < e && a.saturating_add(d.saturating_mul(60)) > s)
-                .count()
-                < cap
-        }))
+        let room = |t: &DateTime<Tz>| {
+            let s = t.timestamp();
+            peak(&busy, s, s.saturating_add(VISIT_MINUTES * 60)) < cap
+        };
+        let ahead = requested.with_timezone(&Utc) > now;
+        let moved = if !ahead {
+            Moved::Past
+        } else if !self.offered(&requested) {
+            Moved::Closed
+        } else if room(&requested) {
+            return Ok(Some(Slot {
+                start: requested,
+                moved: None,
+            }));
+        } else {
+            Moved::Taken
+        };
+        // The next starts: whole hours, and the ends of booked visits.
+        let mut starts: Vec<DateTime<Tz>> = grid;
+        for (a, d) in &busy {
+            let end = a.saturating_add(d.saturating_mul(60));
+            if end > earliest.timestamp() && end < horizon {
+                if let Some(t) = tz.timestamp_opt(end, 0).single() {
+                    if self.offered(&t) {
+                        starts.push(t);
+                    }
+                }
+            }
+        }
+        starts.sort();
+        starts.dedup();
+        Ok(starts
+            .into_iter()
+            .filter(|t| *t > requested || !ahead)
+            .find(|t| room(t))
+            .map(|start| Slot {
+                start,
+                moved: Some(moved),
+            }))
     }
 
     /// The next booked appointment of `phone` that has not ended yet.
@@ -462,12 +590,13 @@ impl EmbeddedBackend {
         let earliest = self.earliest_for(hint, now)?;
 
         let mut tx = begin_write(&self.store, WriteLock::Bookings).await?;
-        let Some(slot) = self.find_slot(&mut tx, earliest, "").await? else {
+        let Some(found) = self.find_slot(&mut tx, hint, now, "").await? else {
             return Err(user(format!(
                 "no open appointment slot in the {SEARCH_DAYS} days from {}",
                 iso_local(&earliest.with_timezone(&tz))
             )));
         };
+        let slot = found.start;
         upsert_customer(&mut tx, &phone, name, address, &now).await?;
         let start_iso = iso_local(&slot);
         let now_s = ts(&now);
@@ -501,7 +630,7 @@ impl EmbeddedBackend {
         tx.commit().await?;
         tracing::info!(%uid, phone = %crate::phone_for_logs(&phone), start = %start_iso, "appointment booked");
 
-        Ok(json!({
+        let mut out = json!({
             "success": true,
             "booked": true,
             "booking_confirmed": true,
@@ -510,7 +639,14 @@ impl EmbeddedBackend {
                 "Appointment confirmed for {} at {}", fmt_date(&slot), fmt_time(&slot)
             ),
             "appointment_time": start_iso,
-        }))
+        });
+        requested_fields(
+            &mut out,
+            &round_up_to_minute(hint).with_timezone(&tz),
+            &found,
+            "booked",
+        );
+        Ok(out)
     }
 
     // -------------------------------------------------------------- callback
@@ -815,12 +951,13 @@ impl EmbeddedBackend {
                 if still_booked.is_none() {
                     return Err(user("the appointment was cancelled meanwhile"));
                 }
-                let Some(slot) = self.find_slot(&mut tx, earliest, &a.uid).await? else {
+                let Some(found) = self.find_slot(&mut tx, hint, now, &a.uid).await? else {
                     return Err(user(format!(
                         "no open appointment slot in the {SEARCH_DAYS} days from {}",
                         iso_local(&earliest.with_timezone(&tz))
                     )));
                 };
+                let slot = found.start;
                 let start_iso = iso_local(&slot);
                 sqlx::query(
                     "UPDATE appointments SET start_at = $1, start_unix = $2, updated_at = $3 \
@@ -835,7 +972,7 @@ impl EmbeddedBackend {
                 tx.commit().await?;
                 tracing::info!(uid = %a.uid, start = %start_iso, "appointment rescheduled");
                 let (nd, nt) = (fmt_date(&slot), fmt_time(&slot));
-                Ok(json!({
+                let mut out = json!({
                     "success": true,
                     "action_taken": "reschedule",
                     "new_date": nd,
@@ -843,7 +980,14 @@ impl EmbeddedBackend {
                     "appointment_time": start_iso,
                     "uid": a.uid,
                     "message": format!("The appointment is moved to {nd} at {nt}."),
-                }))
+                });
+                requested_fields(
+                    &mut out,
+                    &round_up_to_minute(hint).with_timezone(&tz),
+                    &found,
+                    "the appointment is moved to",
+                );
+                Ok(out)
             }
         }
     }
@@ -852,6 +996,19 @@ impl EmbeddedBackend {
     /// times are relative to `now`, so re-seeding refreshes them.
     pub async fn seed_demo(&self, now: DateTime<Utc>) -> Result<(), StoreError> {
         crate::seed::seed(&self.store, &self.tz(), now).await
+    }
+}
+
+/// `t` with seconds and below taken off, one minute later if there were any.
+fn round_up_to_minute(t: DateTime<Utc>) -> DateTime<Utc> {
+    let whole = t
+        .with_second(0)
+        .and_then(|x| x.with_nanosecond(0))
+        .unwrap_or(t);
+    if whole < t {
+        whole + Duration::minutes(1)
+    } else {
+        whole
     }
 }
 

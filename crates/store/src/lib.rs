@@ -15,7 +15,9 @@
 //!   [`Store::mark_orphans_interrupted`], [`Store::save_call`]).
 //! * The outbox of D-17 ([`Store::outbox_enqueue`],
 //!   [`Store::outbox_claim_due`], …).
-//! * [`DEMO_CUSTOMERS`] / [`EmbeddedBackend::seed_demo`]: demo data.
+//! * [`DEMO_CUSTOMERS`] / [`EmbeddedBackend::seed_demo`]: demo data, written
+//!   once per database and never over what calls changed
+//!   ([`Store::demo_seeded_at`]).
 //!
 //! ## One set of queries, two databases
 //!

@@ -1,4 +1,13 @@
 //! Demo data: a few callers that show the agent's main paths.
+//!
+//! Written once per database (issue 23): the first [`seed`] inserts the rows
+//! and records that it did (table `demo_seed`, migration 0006); every later
+//! one finds that record and writes nothing, so what calls changed (a
+//! rescheduled or cancelled visit, a customer's new address, a closed
+//! callback) stays. Even the first seed only inserts rows that are absent
+//! (`ON CONFLICT DO NOTHING`) and never updates one: a database seeded
+//! before the record existed, or a caller already filed under a demo
+//! number, keeps its rows.
 
 use crate::dialect::{begin_write, WriteLock};
 use crate::timefmt::{iso_local, local_to_utc, ts};
@@ -65,17 +74,38 @@ const CUSTOMERS: [(&str, &str, &str, &str, &str); 4] = [
 const JONAS_APPOINTMENT: &str = "apt_demo_jonas";
 const MARIA_CALLBACK: &str = "cb_demo_maria";
 
-/// Upsert the demo rows (same ids every time, times relative to `now`).
+impl Store {
+    /// When the demo data was written into this database (Unix seconds), or
+    /// `None` if it never was (see the module docs: it is written once).
+    pub async fn demo_seeded_at(&self) -> Result<Option<f64>, StoreError> {
+        Ok(
+            sqlx::query_scalar::<_, f64>("SELECT seeded_unix FROM demo_seed WHERE id = 1")
+                .fetch_optional(self.pool())
+                .await?,
+        )
+    }
+}
+
+/// Write the demo rows into a database that never had them (times relative
+/// to `now`); a no-op on a database that had them once (see the module
+/// docs). Never updates an existing row.
 pub(crate) async fn seed(store: &Store, tz: &Tz, now: DateTime<Utc>) -> Result<(), StoreError> {
     let now_s = ts(&now);
+    // The bookings lock serializes seeds of one database (two processes
+    // starting at once): the second sees the first one's record.
     let mut tx = begin_write(store, WriteLock::Bookings).await?;
+    let seeded: Option<f64> = sqlx::query_scalar("SELECT seeded_unix FROM demo_seed WHERE id = 1")
+        .fetch_optional(&mut *tx)
+        .await?;
+    if seeded.is_some() {
+        tx.commit().await?;
+        return Ok(());
+    }
     for (phone, name, address, zip, notes) in CUSTOMERS {
         sqlx::query(
             "INSERT INTO customers (phone, name, address, zip, notes, created_at, updated_at) \
              VALUES ($1, $2, $3, $4, $5, $6, $7) \
-             ON CONFLICT (phone) DO UPDATE SET name = excluded.name, \
-                 address = excluded.address, zip = excluded.zip, notes = excluded.notes, \
-                 updated_at = excluded.updated_at",
+             ON CONFLICT (phone) DO NOTHING",
         )
         .bind(phone)
         .bind(name)
@@ -100,9 +130,7 @@ pub(crate) async fn seed(store: &Store, tz: &Tz, now: DateTime<Utc>) -> Result<(
         "INSERT INTO appointments (uid, phone, customer_name, start_at, start_unix, \
              duration_minutes, problem, address, status, call_id, created_at, updated_at) \
          VALUES ($1, $2, $3, $4, $5, 60, $6, $7, 'booked', 'demo_seed', $8, $9) \
-         ON CONFLICT (uid) DO UPDATE SET start_at = excluded.start_at, \
-             start_unix = excluded.start_unix, status = 'booked', \
-             updated_at = excluded.updated_at",
+         ON CONFLICT (uid) DO NOTHING",
     )
     .bind(JONAS_APPOINTMENT)
     .bind(CUSTOMERS[0].0)
@@ -123,8 +151,7 @@ pub(crate) async fn seed(store: &Store, tz: &Tz, now: DateTime<Utc>) -> Result<(
              urgency, status, promised_by, created_at, created_unix, due_by) \
          VALUES ($1, $2, 'demo_seed', 'service', 'AC not cooling', $3, 'normal', 'open', 'Mike', \
                  $4, $5, $6) \
-         ON CONFLICT (id) DO UPDATE SET status = 'open', created_at = excluded.created_at, \
-             created_unix = excluded.created_unix, due_by = excluded.due_by",
+         ON CONFLICT (id) DO NOTHING",
     )
     .bind(MARIA_CALLBACK)
     .bind(CUSTOMERS[1].0)
@@ -134,6 +161,12 @@ pub(crate) async fn seed(store: &Store, tz: &Tz, now: DateTime<Utc>) -> Result<(
     .bind(ts(&promised
         .checked_add_signed(Duration::hours(1))
         .unwrap_or(promised)))
+    .execute(&mut *tx)
+    .await?;
+    sqlx::query(
+        "INSERT INTO demo_seed (id, seeded_unix) VALUES (1, $1) ON CONFLICT (id) DO NOTHING",
+    )
+    .bind(now.timestamp() as f64)
     .execute(&mut *tx)
     .await?;
     tx.commit().await?;

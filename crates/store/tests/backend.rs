@@ -171,13 +171,97 @@ both! {
         assert_eq!(s.count_appointments().await.unwrap(), 1);
         assert_eq!(s.count_callbacks().await.unwrap(), 1);
         assert_eq!(s.count_sales_leads().await.unwrap(), 0);
-        // Re-seeding restores a cancelled demo appointment.
+        // Seeding again does not restore a cancelled demo appointment
+        // (issue 23: the demo data is written once per database).
         let v = b
             .manage_appointment(&manage("cancel", "+15125550100", "", ""))
             .await;
         assert_eq!(v["success"], true, "{v}");
         b.seed_demo(now()).await.unwrap();
-        assert_eq!(s.count_booked_appointments().await.unwrap(), 1);
+        assert_eq!(s.count_booked_appointments().await.unwrap(), 0);
+        assert_eq!(
+            s.appointment("apt_demo_jonas").await.unwrap().unwrap().status,
+            "cancelled"
+        );
+    }
+}
+
+both! {
+    /// Issue 23: every `calllock chat` seeds; a reschedule made by one call
+    /// is still there for the next one (and for `calllock agenda`), even in
+    /// another process on the same database a day later.
+    #[tokio::test]
+    async fn seed_again_keeps_what_calls_changed(fx) {
+        let at = fx.location().await;
+        let b = EmbeddedBackend::with_clock(
+            Store::connect(&at).await.unwrap(),
+            BusinessProfile::default(),
+            Arc::new(now),
+        );
+        assert_eq!(b.store().demo_seeded_at().await.unwrap(), None);
+        b.seed_demo(now()).await.unwrap();
+        assert_eq!(
+            b.store().demo_seeded_at().await.unwrap(),
+            Some(now().timestamp() as f64)
+        );
+        let before = b.store().appointment("apt_demo_jonas").await.unwrap().unwrap();
+        let v = b
+            .manage_appointment(&manage(
+                "reschedule",
+                "+15125550100",
+                "",
+                "2026-02-27T14:00:00-06:00",
+            ))
+            .await;
+        assert_eq!(v["success"], true, "{v}");
+        let moved = b.store().appointment("apt_demo_jonas").await.unwrap().unwrap();
+        assert_ne!(moved.start_at, before.start_at);
+        assert!(moved.start_at.starts_with("2026-02-27T14:00"), "{moved:?}");
+        // A call changes a demo customer's address.
+        let v = b
+            .book_service(&book(
+                "+15125550102",
+                "Priya Shah",
+                "55 Rainey St, Austin, TX 78701",
+                "2026-02-26T09:00:00-06:00",
+            ))
+            .await;
+        assert_eq!(v["success"], true, "{v}");
+        let priya = b.store().customer("+15125550102").await.unwrap().unwrap();
+        b.store().close().await;
+
+        // The next process, a day later: it seeds again, nothing changes.
+        let later = now() + chrono::Duration::days(1);
+        let b2 = EmbeddedBackend::with_clock(
+            Store::connect(&at).await.unwrap(),
+            BusinessProfile::default(),
+            Arc::new(move || later),
+        );
+        b2.seed_demo(later).await.unwrap();
+        let s = b2.store();
+        let after = s.appointment("apt_demo_jonas").await.unwrap().unwrap();
+        assert_eq!(after.start_at, moved.start_at);
+        assert_eq!(after.status, "booked");
+        assert_eq!(s.customer("+15125550102").await.unwrap().unwrap(), priya);
+        assert_eq!(s.count_callbacks().await.unwrap(), 1);
+        assert_eq!(
+            s.demo_seeded_at().await.unwrap(),
+            Some(now().timestamp() as f64),
+            "the first seed's record stays"
+        );
+        let jonas = b2.lookup_caller("+15125550100", "CA_next").await;
+        assert_eq!(jonas["upcomingAppointment"]["date"], "Friday, February 27", "{jonas}");
+        assert_eq!(jonas["upcomingAppointment"]["time"], "2:00 PM", "{jonas}");
+
+        // A database seeded before the record existed (migration 0006):
+        // the seed writes the record and still changes no row.
+        sqlx::query("DELETE FROM demo_seed").execute(s.pool()).await.unwrap();
+        b2.seed_demo(later).await.unwrap();
+        let again = s.appointment("apt_demo_jonas").await.unwrap().unwrap();
+        assert_eq!(again.start_at, moved.start_at);
+        assert_eq!(s.customer("+15125550102").await.unwrap().unwrap(), priya);
+        assert_eq!(s.count_customers().await.unwrap(), DEMO_CUSTOMERS.len() as i64);
+        assert_eq!(s.demo_seeded_at().await.unwrap(), Some(later.timestamp() as f64));
     }
 }
 
@@ -329,10 +413,11 @@ both! {
             booked_time(&b, "+15125550002", "2026-02-24T07:00:00-06:00").await,
             "2026-02-24T09:00:00-06:00"
         );
-        // Between whole hours → the next whole hour.
+        // Between whole hours → exactly that start (issue 23: what the
+        // agent read back is booked; it was moved to 14:00 before).
         assert_eq!(
             booked_time(&b, "+15125550003", "2026-02-24T13:20:00-06:00").await,
-            "2026-02-24T14:00:00-06:00"
+            "2026-02-24T13:20:00-06:00"
         );
         // A hint in the past → the first slot from now (10:15 → 11:00 today).
         assert_eq!(
@@ -615,15 +700,16 @@ both! {
         assert_eq!(v["success"], true, "{v}");
         assert_eq!(v["action_taken"], "reschedule");
         assert_eq!(v["new_date"], "Friday, February 27");
-        assert_eq!(v["new_time"], "3:00 PM");
-        assert_eq!(v["appointment_time"], "2026-02-27T15:00:00-06:00");
+        // Issue 23: the asked start is kept (it was moved to 15:00 before).
+        assert_eq!(v["new_time"], "2:30 PM");
+        assert_eq!(v["appointment_time"], "2026-02-27T14:30:00-06:00");
         let a = b
             .store()
             .appointment("apt_demo_jonas")
             .await
             .unwrap()
             .unwrap();
-        assert_eq!(a.start_at, "2026-02-27T15:00:00-06:00");
+        assert_eq!(a.start_at, "2026-02-27T14:30:00-06:00");
         assert_eq!(a.status, "booked");
 
         // Into a full slot: moves on to the next hour.

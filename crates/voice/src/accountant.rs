@@ -49,6 +49,14 @@
 //! has a letter or digit. Counting is in chars, never bytes, so multi-byte
 //! text is cut on char boundaries.
 //!
+//! # A sentence the voice gave up on
+//!
+//! When the TTS fails part-way through a sentence (D-23), the rest of that
+//! sentence is never said: [`Accountant::cut_sentence`] drops it from the
+//! utterance's text (keeping the words its audio covers, by the same rule),
+//! and the utterance, once played, ends as *interrupted* with what was said
+//! — never as done with words the caller never heard.
+//!
 //! # Memory
 //!
 //! Only utterances that are queued or playing are kept in full. Once an
@@ -146,6 +154,10 @@ struct Utterance {
     total: Option<Duration>,
     /// `None` while queued.
     played: Option<Duration>,
+    /// Byte offset in `text` where the sentence last added begins.
+    sentence_at: usize,
+    /// A sentence of it was cut short by the voice: it ends interrupted.
+    cut: bool,
 }
 
 /// Tracks agent utterances from queued to done or interrupted. See the
@@ -186,6 +198,8 @@ impl Accountant {
             words: Vec::new(),
             total: None,
             played: None,
+            sentence_at: 0,
+            cut: false,
         });
     }
 
@@ -200,6 +214,7 @@ impl Accountant {
                 if !u.text.is_empty() {
                     u.text.push(' ');
                 }
+                u.sentence_at = u.text.len();
                 u.text.push_str(text);
             }
             u.words.extend_from_slice(words);
@@ -218,6 +233,45 @@ impl Accountant {
         if let Some(u) = self.find_mut(msg_id) {
             u.words.push(word);
         }
+    }
+
+    /// The voice gave up on the sentence last added with
+    /// [`Accountant::extend_text`]: only `spoken` of its audio exists,
+    /// from `start` into the utterance's audio. The sentence keeps the words
+    /// that audio covers (by word timings from `start` on, else at the
+    /// speaking rate); the rest is dropped, and the utterance will end as
+    /// interrupted. Unknown ids are ignored.
+    pub fn cut_sentence(&mut self, msg_id: MsgId, start: Duration, spoken: Duration) {
+        let cps = self.chars_per_second;
+        let Some(u) = self.find_mut(msg_id) else {
+            return;
+        };
+        let end = start + spoken;
+        let sentence = &u.text[u.sentence_at.min(u.text.len())..];
+        let timed = u.words.iter().any(|w| w.start >= start);
+        let kept = if spoken.is_zero() {
+            ""
+        } else if timed {
+            let heard = u
+                .words
+                .iter()
+                .filter(|w| w.start >= start && w.start < end)
+                .filter(|w| w.word.chars().any(char::is_alphanumeric))
+                .count();
+            prefix_of_words(sentence, heard)
+        } else {
+            prefix_of_chars(sentence, (cps * spoken.as_secs_f64()).floor() as usize)
+        };
+        let kept = kept.to_owned();
+        u.text.truncate(u.sentence_at.min(u.text.len()));
+        if kept.is_empty() {
+            u.text.truncate(u.text.trim_end().len());
+        } else {
+            u.text.push_str(&kept);
+        }
+        u.words.retain(|w| w.start < end);
+        u.sentence_at = u.text.len();
+        u.cut = true;
     }
 
     /// The total length of the utterance's synthesized audio, once known.
@@ -243,7 +297,9 @@ impl Accountant {
     }
 
     /// The utterance was played to its end: it is `Done`, and so is every
-    /// utterance queued before it (returned first). Empty for an unknown id.
+    /// utterance queued before it (returned first) — save one with a
+    /// sentence the voice cut short, which is `Interrupted` with the text
+    /// that was said. Empty for an unknown id.
     ///
     /// Returns a list rather than one outcome so those earlier utterances
     /// are reported too, as with [`Accountant::played`].
@@ -302,6 +358,11 @@ impl Accountant {
             .map(|i| heard_text(&self.active[i], self.chars_per_second).to_owned())
     }
 
+    /// The queued and playing utterances, in play order.
+    pub fn active(&self) -> impl Iterator<Item = MsgId> + '_ {
+        self.active.iter().map(|u| u.msg_id)
+    }
+
     /// Nothing queued or playing: the agent has stopped speaking.
     pub fn is_idle(&self) -> bool {
         self.active.is_empty()
@@ -315,15 +376,29 @@ impl Accountant {
         self.active.iter_mut().find(|u| u.msg_id == msg_id)
     }
 
-    /// Settle the first `count` active utterances as done.
+    /// Settle the first `count` active utterances as played to their end
+    /// (done, or interrupted with all that was said when the voice cut a
+    /// sentence short).
     fn finish_before(&mut self, count: usize) -> Vec<Outcome> {
         let done: Vec<Outcome> = self
             .active
             .drain(..count)
-            .map(|u| Outcome::Done { msg_id: u.msg_id })
+            .map(|u| match u.cut {
+                false => Outcome::Done { msg_id: u.msg_id },
+                true => Outcome::Interrupted {
+                    msg_id: u.msg_id,
+                    heard_text: u.text.trim().to_owned(),
+                },
+            })
             .collect();
         for outcome in &done {
-            self.remember(outcome.msg_id(), UtteranceState::Done);
+            let state = match outcome {
+                Outcome::Done { .. } => UtteranceState::Done,
+                Outcome::Interrupted { heard_text, .. } => UtteranceState::Interrupted {
+                    heard_text: heard_text.clone(),
+                },
+            };
+            self.remember(outcome.msg_id(), state);
         }
         done
     }
@@ -790,6 +865,71 @@ mod tests {
                 msg_id: MsgId(4),
                 heard_text: "Hi".into()
             }
+        );
+    }
+
+    fn timed(word: &str, start_ms: u64) -> WordTiming {
+        WordTiming {
+            word: word.into(),
+            start: ms(start_ms),
+        }
+    }
+
+    #[test]
+    fn a_sentence_the_voice_cut_short_keeps_only_what_was_said() {
+        // Word timings: the second sentence failed after two words' audio.
+        let mut a = Accountant::default();
+        let id = MsgId(1);
+        a.queue(id, "");
+        a.extend_text(id, "Got it.", &[timed("Got", 0), timed("it.", 200)]);
+        a.extend_text(id, "The visit costs $89 today.", &[]);
+        for (i, w) in ["The", "visit", "costs"].iter().enumerate() {
+            a.push_word_timing(id, timed(w, 600 + 250 * i as u64));
+        }
+        a.cut_sentence(id, ms(600), ms(400)); // "The" and "visit" began
+                                              // A later sentence of the same reply is said whole.
+        a.extend_text(id, "Anything else?", &[timed("Anything", 1000)]);
+        assert!(a.played(id, ms(300)).is_empty());
+        assert_eq!(a.heard_text(id).as_deref(), Some("Got it."));
+        assert_eq!(
+            a.finished(id),
+            vec![interrupted(id, "Got it. The visit Anything else?")]
+        );
+        assert_eq!(
+            a.state(id),
+            Some(UtteranceState::Interrupted {
+                heard_text: "Got it. The visit Anything else?".into()
+            })
+        );
+    }
+
+    #[test]
+    fn a_sentence_without_audio_is_dropped_and_without_timings_cut_at_the_rate() {
+        let mut a = Accountant::new(AccountantConfig {
+            chars_per_second: 10.0,
+        });
+        // No audio at all: nothing of the sentence was said.
+        a.queue(MsgId(1), "");
+        a.extend_text(MsgId(1), "Sorry about that.", &[]);
+        a.cut_sentence(MsgId(1), Duration::ZERO, Duration::ZERO);
+        assert_eq!(a.finished(MsgId(1)), vec![interrupted(MsgId(1), "")]);
+        // No timings: 1 s of audio at 10 chars/s keeps "One moment" of it.
+        a.queue(MsgId(2), "");
+        a.extend_text(MsgId(2), "Hello.", &[]);
+        a.extend_text(MsgId(2), "One moment please, checking.", &[]);
+        a.cut_sentence(MsgId(2), ms(500), ms(1000));
+        // A barge-in in the cut line hears from the kept text.
+        assert!(a.played(MsgId(2), ms(100_000)).is_empty());
+        assert_eq!(
+            a.interrupt(),
+            vec![interrupted(MsgId(2), "Hello. One moment")]
+        );
+        // An utterance not cut is done as before; unknown ids are ignored.
+        a.cut_sentence(MsgId(9), ms(1), ms(1));
+        a.queue(MsgId(3), "Fine.");
+        assert_eq!(
+            a.finished(MsgId(3)),
+            vec![Outcome::Done { msg_id: MsgId(3) }]
         );
     }
 }

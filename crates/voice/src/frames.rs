@@ -87,6 +87,15 @@ pub enum ControlFrame {
     },
     /// TTS finished utterance `id`: `total` of audio in all.
     SynthesisDone { id: UtteranceId, total: Duration },
+    /// The voice gave up on the sentence of utterance `id` it was saying
+    /// (D-23: an error after its first audio, or no audio at all): only
+    /// `spoken` of its audio, starting `start` into the utterance's audio,
+    /// exists. The rest of its text was never said.
+    SynthesisCut {
+        id: UtteranceId,
+        start: Duration,
+        spoken: Duration,
+    },
     /// Utterance `id` reached `milestone` at `at` (sent upstream by the
     /// stage that saw it; see [`crate::latency`]).
     Milestone {
@@ -272,6 +281,7 @@ impl Frame {
                 ControlFrame::PlaybackInterrupted { .. } => "playback_interrupted",
                 ControlFrame::SpeechSynthesized { .. } => "speech_synthesized",
                 ControlFrame::SynthesisDone { .. } => "synthesis_done",
+                ControlFrame::SynthesisCut { .. } => "synthesis_cut",
                 ControlFrame::Milestone { .. } => "milestone",
                 ControlFrame::Error { .. } => "error",
                 ControlFrame::Custom(_) => "custom_control",

@@ -1,10 +1,13 @@
-//! Booking-time hints (SPEC §2.3 as replaced by D-14).
+//! Booking-time hints (SPEC §2.3 as replaced by D-14 and D-25).
 //!
-//! [`resolve_booking_time`] turns what the caller said ("ASAP", "tomorrow
-//! afternoon", "Friday", "whenever") into an ISO-8601 local time that the
-//! backend uses as a hint; the calendar picks the real slot. All arithmetic
-//! is done in the business profile's time zone (DST-correct) and business
-//! hours.
+//! [`time_ask`] classifies what one utterance says about when the visit
+//! should be ([`TimeAsk`]); [`resolve_booking_time`] turns what the caller
+//! said ("ASAP", "tomorrow afternoon", "Friday at 2:30", "no rush", "next
+//! week") into an ISO-8601 local start time inside business hours. That
+//! time is read back to the caller and sent to the backend, which books
+//! exactly that start when it is free (and says so when it had to book
+//! another). All arithmetic is done in the business profile's time zone
+//! (DST-correct) and business hours.
 
 use chrono::{
     DateTime, Datelike, Duration, FixedOffset, LocalResult, NaiveDate, NaiveDateTime, TimeZone,
@@ -14,19 +17,13 @@ use chrono_tz::Tz;
 
 pub(crate) mod said;
 
-use crate::keywords::LowerText;
+pub use said::{time_ask, TimeAsk};
+
 use crate::profile::BusinessProfile;
 
-/// Phrases that ask for the soonest visit (D-14).
-const ASAP_PHRASES: &[&str] = &[
-    "asap",
-    "soonest",
-    "today",
-    "right away",
-    "right now",
-    "as soon as",
-    "same day",
-];
+/// Length of one visit: the last start of a day is this long before
+/// closing (the embedded backend books visits of this length).
+pub const VISIT_MINUTES: u32 = 60;
 
 const WEEKDAYS: &[(&str, Weekday)] = &[
     ("monday", Weekday::Mon),
@@ -70,6 +67,30 @@ impl Hours {
     fn afternoon(self) -> u32 {
         AFTERNOON_HOUR.clamp(self.open, self.close - 1)
     }
+
+    /// The last visit start of a day, in minutes after midnight (a visit
+    /// ends by closing; at least the opening).
+    fn last_start(self) -> u32 {
+        (self.close * 60)
+            .saturating_sub(VISIT_MINUTES)
+            .max(self.open * 60)
+    }
+
+    /// `hour:minute` moved inside business hours: before opening → the
+    /// opening, after the last start → the last start.
+    fn clamp(self, hour: u32, minute: u32) -> (u32, u32) {
+        let m = (hour * 60 + minute).clamp(self.open * 60, self.last_start());
+        (m / 60, m % 60)
+    }
+
+    /// The hour a part of the day starts at.
+    fn part_hour(self, part: Option<said::Part>) -> (u32, u32) {
+        match part {
+            Some(said::Part::Afternoon) => (self.afternoon(), 0),
+            Some(said::Part::Evening) => (self.last_start() / 60, self.last_start() % 60),
+            _ => (self.open, 0),
+        }
+    }
 }
 
 /// Whether `day` is a business day (a profile without any valid business
@@ -81,7 +102,14 @@ fn business_day(profile: &BusinessProfile, day: Weekday) -> bool {
 /// The local time `date` at `hour`:00 (a time skipped by a DST change moves
 /// forward to the first existing hour).
 fn at(tz: Tz, date: NaiveDate, hour: u32) -> DateTime<Tz> {
-    let mut naive = date.and_hms_opt(hour.min(23), 0, 0).unwrap_or_default();
+    at_hm(tz, date, hour, 0)
+}
+
+/// The local time `date` at `hour`:`minute` (DST gaps as [`at`]).
+fn at_hm(tz: Tz, date: NaiveDate, hour: u32, minute: u32) -> DateTime<Tz> {
+    let mut naive = date
+        .and_hms_opt(hour.min(23), minute.min(59), 0)
+        .unwrap_or_default();
     for _ in 0..4 {
         match tz.from_local_datetime(&naive) {
             LocalResult::Single(t) => return t,
@@ -202,9 +230,7 @@ fn said_date(
 ) -> NaiveDate {
     use said::Day;
     let today = now.date_naive();
-    let ahead = |date: NaiveDate| {
-        at(now.timezone(), date, hour) + Duration::minutes(i64::from(minute)) > now
-    };
+    let ahead = |date: NaiveDate| at_hm(now.timezone(), date, hour, minute) > now;
     let plus = |n: u32| today + Duration::days(i64::from(n));
     let from_monday = today.weekday().num_days_from_monday();
     match day {
@@ -215,7 +241,7 @@ fn said_date(
                 plus(1)
             }
         }
-        Some(Day::Tomorrow) => plus(1),
+        Some(Day::Tomorrow) | Some(Day::ThisWeek) => plus(1),
         Some(Day::Weekday { day, next: false }) => {
             let n = (7 + day.num_days_from_monday() - from_monday) % 7;
             if ahead(plus(n)) {
@@ -228,6 +254,7 @@ fn said_date(
         Some(Day::Weekday { day, next: true }) => {
             plus(7 - from_monday + day.num_days_from_monday())
         }
+        // "this weekend": the coming Saturday (Sunday when that is over).
         Some(Day::Weekend) => (0..8)
             .map(plus)
             .find(|d| matches!(d.weekday(), Weekday::Sat | Weekday::Sun) && ahead(*d))
@@ -243,75 +270,131 @@ fn said_date(
     }
 }
 
-/// D-14: the booking-time hint for `preferred_time`, as
-/// `YYYY-MM-DDTHH:MM:SS±HH:MM` in the profile's time zone.
+/// The first business day on or after `date` at `hour:minute` that is
+/// later than `now` (a week of closed days: the next opening after `now`).
+fn business_day_at(
+    date: NaiveDate,
+    hour: u32,
+    minute: u32,
+    now: DateTime<Tz>,
+    hours: Hours,
+    profile: &BusinessProfile,
+) -> DateTime<Tz> {
+    let tz = now.timezone();
+    let mut d = date;
+    for _ in 0..9 {
+        let cand = at_hm(tz, d, hour, minute);
+        if business_day(profile, d.weekday()) && cand > now {
+            return cand;
+        }
+        match d.succ_opt() {
+            Some(n) => d = n,
+            None => break,
+        }
+    }
+    next_opening(now, true, hours, profile)
+}
+
+/// D-14 and D-25: the booking-time hint for `preferred_time`, as
+/// `YYYY-MM-DDTHH:MM:SS±HH:MM` in the profile's time zone — always a start
+/// inside business hours (a visit of [`VISIT_MINUTES`] ends by closing) on a
+/// business day, later than `now`. This is the time read back to the caller
+/// and booked.
 ///
-/// Rules, first match wins (`t` = trimmed, lower-cased text, whole words):
-/// 1. `urgency_tier == "urgent"` or `t` has asap / soonest / today / right
-///    away / right now / as soon as / same day → now + 2 h rounded up to the
-///    hour if inside business hours (on a business day), else the next
-///    opening;
-/// 2. "tomorrow" → tomorrow at opening (14:00 with "afternoon");
-/// 3. a weekday name → its next occurrence (today if that time is still
-///    ahead) at opening (14:00 with "afternoon");
-/// 4. "morning" → the ASAP rule if it is before opening + 1 h (10:00), else
+/// Past and duration talk ("it stopped this morning", "for a week now"),
+/// negated times ("not Friday") and address numbers are ignored (see
+/// [`said`]). Rules, first match wins:
+/// 1. a clock time ("at 2:30", "around 3", "two thirty", "half past two",
+///    "noon") or a day ("tomorrow", "Friday", "next Tuesday", "the day after
+///    tomorrow", "this weekend", "next week", "in a couple of days"; a day
+///    does not count when `urgency_tier` is urgent) → that time on that day:
+///    the clock (else 14:00 for "afternoon", the last start for "evening",
+///    else the opening) moved inside business hours (before opening → the
+///    opening, after the last start → the last start) and kept on the named
+///    day; "next week" → next Monday's (first business day's) opening;
+///    "this weekend" → the coming Saturday; a clock without a day → today if
+///    still ahead, else tomorrow; a closed day → the next business day at
+///    the same time;
+/// 2. `urgency_tier == "urgent"` or an ASAP phrase (asap / soonest / today /
+///    right away / right now / as soon as / same day / emergency …) → now +
+///    2 h rounded up to the hour if inside business hours (on a business
+///    day), else the next opening;
+/// 3. no rush ("whenever", "not urgent", "it can wait", "any time") or time
+///    talk that cannot be placed ("after the holiday") → the first opening
+///    that is not today (D-25: never today);
+/// 4. "first thing" → the next opening;
+/// 5. "morning" → the ASAP rule if it is before opening + 1 h (10:00), else
 ///    the next opening;
-/// 5. "afternoon" → 14:00 today if before 13:00, else 14:00 tomorrow;
-/// 6. anything else → the next opening after now.
+/// 6. "afternoon" → 14:00 today if before 13:00, else 14:00 tomorrow;
+///    "evening" → the last start today if still ahead, else tomorrow's;
+/// 7. anything else (nothing said about when) → the next opening after now.
+///
+/// Whenever the caller said there is no rush, a result on today moves to
+/// the next business day at the same time.
 pub fn resolve_booking_time(
     preferred_time: &str,
     urgency_tier: &str,
     now: DateTime<FixedOffset>,
     profile: &BusinessProfile,
 ) -> String {
+    use said::Part;
     let tz = profile.tz();
     let hours = Hours::of(profile);
     let now = now.with_timezone(&tz);
-    let t = LowerText::new(preferred_time.trim());
     let today = now.date_naive();
     let tomorrow = today.succ_opt().unwrap_or(today);
-    let afternoon = t.matches("afternoon");
-    let day_hour = if afternoon {
-        hours.afternoon()
-    } else {
-        hours.open
-    };
+    let urgent = urgency_tier.trim().eq_ignore_ascii_case("urgent");
+    let r = said::read(preferred_time);
 
-    let said_day = said::day(t.as_str());
-    let said_clock = said::clock(t.as_str());
-    let target = if said_clock.is_some()
-        || (said_day.is_some() && !urgency_tier.trim().eq_ignore_ascii_case("urgent"))
-    {
-        // An explicit clock time or day (D-14 extended): that time, or the
-        // first opening after it when it falls outside business hours.
-        let (hour, minute) = said_clock.map_or((day_hour, 0), |c| (c.hour, c.minute));
-        let date = said_date(said_day, now, hour, minute, profile);
-        let cand = at(tz, date, hour) + Duration::minutes(i64::from(minute));
-        let open = business_day(profile, cand.weekday())
-            && cand.hour() >= hours.open
-            && cand.hour() < hours.close;
-        if open && cand > now {
-            cand
-        } else {
-            next_opening(cand.max(now), false, hours, profile)
-        }
-    } else if urgency_tier.trim().eq_ignore_ascii_case("urgent") || t.matches_any(ASAP_PHRASES) {
+    let target = if r.clock.is_some() || (r.day.is_some() && !urgent) {
+        let (hour, minute) = match r.clock {
+            Some(c) => hours.clamp(c.hour, c.minute),
+            None => hours.part_hour(r.part),
+        };
+        let date = said_date(r.day, now, hour, minute, profile);
+        business_day_at(date, hour, minute, now, hours, profile)
+    } else if urgent || r.ask == Some(TimeAsk::Asap) {
         asap(now, hours, profile)
-    } else if t.matches("morning") {
-        if now.hour() < hours.open + 1 {
-            asap(now, hours, profile)
-        } else {
-            next_opening(now, true, hours, profile)
-        }
-    } else if afternoon {
-        let h = hours.afternoon();
-        if now.hour() < h.saturating_sub(1) {
-            at(tz, today, h)
-        } else {
-            at(tz, tomorrow, h)
-        }
+    } else if matches!(r.ask, Some(TimeAsk::NoRush | TimeAsk::Unclear)) {
+        let (hour, minute) = hours.part_hour(r.part);
+        business_day_at(tomorrow, hour, minute, now, hours, profile)
     } else {
-        next_opening(now, true, hours, profile)
+        match r.part {
+            Some(Part::FirstThing) => next_opening(now, true, hours, profile),
+            Some(Part::Morning) => {
+                if now.hour() < hours.open + 1 {
+                    asap(now, hours, profile)
+                } else {
+                    next_opening(now, true, hours, profile)
+                }
+            }
+            Some(Part::Afternoon) => {
+                let h = hours.afternoon();
+                if now.hour() < h.saturating_sub(1) {
+                    at(tz, today, h)
+                } else {
+                    at(tz, tomorrow, h)
+                }
+            }
+            Some(Part::Evening) => {
+                let (h, m) = hours.part_hour(r.part);
+                business_day_at(today, h, m, now, hours, profile)
+            }
+            None => next_opening(now, true, hours, profile),
+        }
+    };
+    // D-25: no rush is never today.
+    let target = if r.no_rush && !urgent && target.date_naive() == today {
+        business_day_at(
+            tomorrow,
+            target.hour(),
+            target.minute(),
+            now,
+            hours,
+            profile,
+        )
+    } else {
+        target
     };
     target.format("%Y-%m-%dT%H:%M:%S%:z").to_string()
 }
@@ -356,9 +439,10 @@ mod tests {
             ("in a couple of days", "2026-02-25T09:00:00-06:00"),
             ("it can wait a few days", "2026-02-26T09:00:00-06:00"),
             ("next Monday afternoon", "2026-03-02T14:00:00-06:00"),
-            // Outside business hours: the first opening after it.
+            // Outside business hours: moved inside them on the named day
+            // (D-25; "Friday at 8pm" was Saturday's opening before).
             ("tomorrow at 7", "2026-02-24T09:00:00-06:00"),
-            ("Friday at 8pm", "2026-02-28T09:00:00-06:00"),
+            ("Friday at 8pm", "2026-02-27T17:00:00-06:00"),
         ] {
             assert_eq!(r(said), want, "{said:?}");
         }
@@ -567,9 +651,18 @@ mod tests {
                 "2026-02-23T10:00:00-06:00",
                 "2026-02-24T09:00:00-06:00",
             ),
+            // D-25 changed this D-14 case: "whenever" is routine, never
+            // today (was 2026-02-23T09:00, today's opening).
             (
                 "d14_default_before_opening",
                 "whenever",
+                "2026-02-23T07:00:00-06:00",
+                "2026-02-24T09:00:00-06:00",
+            ),
+            // Nothing said about when: D-14's next opening (today's).
+            (
+                "d14_nothing_said_before_opening",
+                "",
                 "2026-02-23T07:00:00-06:00",
                 "2026-02-23T09:00:00-06:00",
             ),
@@ -732,9 +825,175 @@ mod tests {
             ..BusinessProfile::default()
         };
         assert_eq!(
-            resolve_booking_time("whenever", "", now, &p),
+            resolve_booking_time("", "", now, &p),
             "2026-03-08T03:00:00-05:00"
         );
+        // "whenever" is never today (D-25): the next day's opening.
+        assert_eq!(
+            resolve_booking_time("whenever", "", now, &p),
+            "2026-03-09T02:00:00-05:00"
+        );
+    }
+
+    /// D-25 (issue 23): loose times mean what people mean. Monday
+    /// 2026-02-23 10:15 unless said otherwise; 9–18, seven days.
+    #[test]
+    fn d25_loose_times() {
+        let mon = "2026-02-23T10:15:00-06:00";
+        let early = "2026-02-23T07:00:00-06:00";
+        let late = "2026-02-23T16:30:00-06:00";
+        for (said, now, want) in [
+            // "next week" → next Monday's first opening.
+            ("next week", mon, "2026-03-02T09:00:00-06:00"),
+            (
+                "sometime next week is fine",
+                mon,
+                "2026-03-02T09:00:00-06:00",
+            ),
+            (
+                "next week works",
+                "2026-02-26T10:15:00-06:00",
+                "2026-03-02T09:00:00-06:00",
+            ),
+            // "day after tomorrow" (+ "around one").
+            ("the day after tomorrow", mon, "2026-02-25T09:00:00-06:00"),
+            (
+                "day after tomorrow around one",
+                mon,
+                "2026-02-25T13:00:00-06:00",
+            ),
+            (
+                "day after tomorrow in the afternoon",
+                mon,
+                "2026-02-25T14:00:00-06:00",
+            ),
+            // No rush → routine, the next opening that is not today.
+            ("no rush", mon, "2026-02-24T09:00:00-06:00"),
+            ("no rush", early, "2026-02-24T09:00:00-06:00"),
+            ("whenever", early, "2026-02-24T09:00:00-06:00"),
+            ("it's not urgent", early, "2026-02-24T09:00:00-06:00"),
+            ("it can wait", early, "2026-02-24T09:00:00-06:00"),
+            ("any time", early, "2026-02-24T09:00:00-06:00"),
+            ("not today", early, "2026-02-24T09:00:00-06:00"),
+            (
+                "no rush, around 3 is good",
+                mon,
+                "2026-02-24T15:00:00-06:00",
+            ),
+            (
+                "no hurry, afternoons are best",
+                mon,
+                "2026-02-24T14:00:00-06:00",
+            ),
+            // Time talk that cannot be placed: never today either.
+            ("after the holiday", early, "2026-02-24T09:00:00-06:00"),
+            // "this weekend" → the coming Saturday.
+            ("this weekend", mon, "2026-02-28T09:00:00-06:00"),
+            ("this weekend around 11", mon, "2026-02-28T11:00:00-06:00"),
+            // A clock time is kept on the named day, inside hours.
+            ("around 3", mon, "2026-02-23T15:00:00-06:00"),
+            ("at two thirty", mon, "2026-02-23T14:30:00-06:00"),
+            ("half past two tomorrow", mon, "2026-02-24T14:30:00-06:00"),
+            ("Friday at 2:30", mon, "2026-02-27T14:30:00-06:00"),
+            ("around 3 tomorrow", mon, "2026-02-24T15:00:00-06:00"),
+            ("tomorrow at 10:30", mon, "2026-02-24T10:30:00-06:00"),
+            ("tomorrow at 2:15", mon, "2026-02-24T14:15:00-06:00"),
+            ("noon tomorrow", mon, "2026-02-24T12:00:00-06:00"),
+            ("tomorrow evening", mon, "2026-02-24T17:00:00-06:00"),
+            ("tomorrow at 5:30", mon, "2026-02-24T17:00:00-06:00"),
+            // A clock time without a day: today if still ahead, else tomorrow.
+            ("at 11", mon, "2026-02-23T11:00:00-06:00"),
+            ("at 10", mon, "2026-02-24T10:00:00-06:00"),
+            ("around 3", late, "2026-02-24T15:00:00-06:00"),
+            // "tomorrow's fine" before opening is tomorrow, not today.
+            ("tomorrow's fine", early, "2026-02-24T09:00:00-06:00"),
+            ("Tomorrows good", early, "2026-02-24T09:00:00-06:00"),
+            // Past talk is not a wish.
+            (
+                "it stopped this morning, can you come tomorrow",
+                mon,
+                "2026-02-24T09:00:00-06:00",
+            ),
+            (
+                "it's been out since Monday and Friday works",
+                mon,
+                "2026-02-27T09:00:00-06:00",
+            ),
+            ("not Thursday, Friday", mon, "2026-02-27T09:00:00-06:00"),
+            // Address numbers are not clock times.
+            (
+                "I'm at 12 Oak Street, tomorrow is good",
+                mon,
+                "2026-02-24T09:00:00-06:00",
+            ),
+        ] {
+            assert_eq!(run(said, now), want, "{said:?} at {now}");
+        }
+        // A closed day keeps the time on the next business day.
+        let weekdays = weekdays_only();
+        let fri = parse_now("2026-02-27T10:15:00-06:00").unwrap();
+        assert_eq!(
+            resolve_booking_time("Saturday at 2", "", fri, &weekdays),
+            "2026-03-02T14:00:00-06:00"
+        );
+        assert_eq!(
+            resolve_booking_time("no rush", "", fri, &weekdays),
+            "2026-03-02T09:00:00-06:00"
+        );
+        // An urgent tier still wins over a day, not over a clock time.
+        let now = parse_now(mon).unwrap();
+        let p = BusinessProfile::default();
+        assert_eq!(
+            resolve_booking_time("tomorrow", "urgent", now, &p),
+            "2026-02-23T13:00:00-06:00"
+        );
+        assert_eq!(
+            resolve_booking_time("today at 3", "urgent", now, &p),
+            "2026-02-23T15:00:00-06:00"
+        );
+    }
+
+    /// Every resolved time is a start the embedded backend offers: inside
+    /// business hours (a visit ends by closing), on a business day, ahead.
+    #[test]
+    fn resolved_times_are_inside_hours() {
+        let weekdays = weekdays_only();
+        let saids = [
+            "",
+            "ASAP",
+            "whenever",
+            "no rush",
+            "at 8pm",
+            "at 5:45",
+            "tomorrow at 6:30 pm",
+            "Saturday at 7am",
+            "this weekend",
+            "tonight",
+            "tomorrow evening",
+            "next week",
+            "around one",
+            "half past five",
+            "quarter to six",
+            "after the holiday",
+        ];
+        for now in [
+            "2026-02-23T05:00:00-06:00",
+            "2026-02-23T10:15:00-06:00",
+            "2026-02-23T17:59:00-06:00",
+            "2026-02-27T16:45:00-06:00",
+            "2026-02-28T12:00:00-06:00",
+        ] {
+            let n = parse_now(now).unwrap();
+            for said in saids {
+                for p in [&BusinessProfile::default(), &weekdays] {
+                    let t = parse_now(&resolve_booking_time(said, "", n, p)).unwrap();
+                    let mins = t.hour() * 60 + t.minute();
+                    assert!(t > n, "{said:?} at {now}: {t}");
+                    assert!((9 * 60..=17 * 60).contains(&mins), "{said:?} at {now}: {t}");
+                    assert!(business_day(p, t.weekday()), "{said:?} at {now}: {t}");
+                }
+            }
+        }
     }
 
     #[test]

@@ -99,6 +99,42 @@ pub struct Triage {
     pub retracted: bool,
 }
 
+/// Whether `text` has a word a hazard mention can start with (every
+/// mention [`triage`] finds starts at one: a gas word, a burning-smell word,
+/// a danger word, "rotten", "carbon", "co", "c"). Most utterances have none;
+/// then no hazard was reported or denied, and the scan can be skipped.
+pub fn may_mention_hazard(text: &str) -> bool {
+    use crate::keywords::is_word_char;
+    let lower = lowercase(text);
+    let norm = lower.replace('\u{2019}', "'");
+    let starts = |w: &str| {
+        words::in_list(words::GAS_WORDS, w)
+            || words::in_list(words::BURN_SMELL_WORDS, w)
+            || words::in_list(words::DANGER_WORDS, w)
+            || matches!(w, "rotten" | "carbon" | "co" | "c")
+    };
+    // The words as the sentence reader splits them (inner apostrophes kept).
+    let mut rest = norm.as_str();
+    while let Some(i) = rest.find(is_word_char) {
+        rest = &rest[i..];
+        let mut end = 0;
+        let mut chars = rest.char_indices().peekable();
+        while let Some((j, c)) = chars.next() {
+            let inner_apostrophe = c == '\'' && chars.peek().is_some_and(|&(_, d)| is_word_char(d));
+            if is_word_char(c) || (j > 0 && inner_apostrophe) {
+                end = j + c.len_utf8();
+            } else {
+                break;
+            }
+        }
+        if starts(&rest[..end]) {
+            return true;
+        }
+        rest = &rest[end..];
+    }
+    false
+}
+
 /// D-3 safety judgement of a caller's answer (see the module docs).
 pub fn safety_answer(text: &str) -> SafetyAnswer {
     triage(text).answer

@@ -32,6 +32,10 @@ pub struct EngineSection {
     pub idle_prompt_s: f64,
     /// Unanswered idle prompts before the agent says goodbye and hangs up.
     pub idle_max_prompts: u32,
+    /// On a phone call, a reply not begun this long after the caller's
+    /// words came in is preceded by a short filler ("One moment."): the
+    /// dead-air budget (0 disables it; text chats never use it).
+    pub filler_after_s: f64,
 }
 
 impl Default for EngineSection {
@@ -44,11 +48,22 @@ impl Default for EngineSection {
             end_call_max_wait_s: d.end_call_max_wait_s,
             idle_prompt_s: d.idle_prompt_s,
             idle_max_prompts: d.idle_max_prompts,
+            filler_after_s: 0.8,
         }
     }
 }
 
 impl EngineSection {
+    /// The engine of a text call (`chat`, `demo`): no audio, so no dead
+    /// air to fill.
+    pub fn text_engine_config(&self) -> EngineConfig {
+        EngineConfig {
+            filler_after_s: 0.0,
+            ..self.engine_config()
+        }
+    }
+
+    /// The engine of a phone call.
     pub fn engine_config(&self) -> EngineConfig {
         EngineConfig {
             buffer_debounce_s: self.buffer_debounce_s,
@@ -57,6 +72,7 @@ impl EngineSection {
             end_call_max_wait_s: self.end_call_max_wait_s,
             idle_prompt_s: self.idle_prompt_s,
             idle_max_prompts: self.idle_max_prompts,
+            filler_after_s: self.filler_after_s,
         }
     }
 }
@@ -97,6 +113,16 @@ pub struct LlmSection {
     /// Longest wait for the first words of a reply before the scripted line
     /// is spoken instead.
     pub first_token_budget_s: f64,
+    /// A reply request that failed at once or is still silent this long is
+    /// sent a second time, and the first to speak is the reply (within the
+    /// same first-token budget). 0: never (a provider billed per request
+    /// where the extra request is not wanted).
+    pub hedge_after_s: f64,
+    /// Failed replies in a row (any call) that open the LLM's breaker:
+    /// while open, the scripted line is said at once.
+    pub breaker_failures: u32,
+    /// How long the breaker stays open before one reply probes the LLM.
+    pub breaker_cooldown_s: f64,
     /// Who phrases the replies (env `CALLLOCK_LLM_KIND`): `"openai"` (the
     /// model directly) or `"adk"` (a Google ADK agent on the same model,
     /// reading the state and KNOWN INFO as session state; needs a build
@@ -111,6 +137,9 @@ impl Default for LlmSection {
             model: "gpt-4o-mini".into(),
             api_key: String::new(),
             first_token_budget_s: 2.5,
+            hedge_after_s: 1.0,
+            breaker_failures: 3,
+            breaker_cooldown_s: 30.0,
             kind: "openai".into(),
         }
     }
@@ -546,6 +575,7 @@ pub fn load_from(path: Option<&Path>, env: &[(String, String)]) -> Result<Config
         ("engine.end_call_grace_s", e.end_call_grace_s),
         ("engine.end_call_max_wait_s", e.end_call_max_wait_s),
         ("engine.idle_prompt_s", e.idle_prompt_s),
+        ("engine.filler_after_s", e.filler_after_s),
         ("sim.llm_latency_s", cfg.sim.llm_latency_s),
         ("sim.tool_latency_s", cfg.sim.tool_latency_s),
     ] {
@@ -650,6 +680,21 @@ fn vendor_problems(cfg: &Config) -> Vec<String> {
     if cfg.llm.enabled() && cfg.llm.model.trim().is_empty() {
         out.push("llm.model must not be empty".into());
     }
+    let hedge = cfg.llm.hedge_after_s;
+    if !(hedge.is_finite() && (hedge == 0.0 || (0.1..=30.0).contains(&hedge))) {
+        out.push(format!(
+            "llm.hedge_after_s = {hedge} must be 0 (never) or between 0.1 and 30 seconds"
+        ));
+    }
+    if cfg.llm.breaker_failures == 0 {
+        out.push("llm.breaker_failures must be at least 1".into());
+    }
+    let cooldown = cfg.llm.breaker_cooldown_s;
+    if !(cooldown.is_finite() && (0.0..=3600.0).contains(&cooldown)) {
+        out.push(format!(
+            "llm.breaker_cooldown_s = {cooldown} must be between 0 and 3600 seconds"
+        ));
+    }
     for (name, v, lo, hi) in [
         (
             "llm.first_token_budget_s",
@@ -721,6 +766,7 @@ end_call_grace_s = 0.5
 end_call_max_wait_s = 10.0
 idle_prompt_s = 10.0       # "are you still there?" after this much silence (0 = off)
 idle_max_prompts = 2       # then goodbye and hang up
+filler_after_s = 0.8       # a phone reply not begun by then: "One moment." first (0 = off)
 
 [sim]
 llm_latency_s = 0.6
@@ -736,6 +782,9 @@ base_url = ""                # e.g. "http://127.0.0.1:8080/v1" (llama.cpp)
 model = "gpt-4o-mini"
 api_key = ""
 first_token_budget_s = 2.5   # then the scripted line is spoken instead
+hedge_after_s = 1.0          # a reply failed or silent this long is asked again; first to speak wins (0: never)
+breaker_failures = 3         # failed replies in a row (any call) that open the breaker
+breaker_cooldown_s = 30.0    # open: the scripted line at once, this long
 kind = "openai"              # "adk": a Google ADK agent phrases replies (build with --features calllock/adk)
 
 # The booking backend: "embedded" (this database) or "v2" (HTTP, SPEC §6).
@@ -815,7 +864,9 @@ model = "inworld-tts-1.5-max"
 
 # How a line falls back from one voice to the next.
 [tts]
-first_audio_timeout_s = 5.0  # then the fallback voice says the line
+first_audio_timeout_s = 5.0  # then the fallback voice says the line alone
+hedge_after_s = 0.8          # primary this late: the fallback is asked too; the first to speak says it
+stall_after_s = 1.0          # a gap this long after the first audio: the fallback says the rest
 breaker_failures = 3         # failed lines in a row (any call) that open the breaker
 breaker_cooldown_s = 60.0    # open: every line goes to the fallback this long
 

@@ -178,14 +178,21 @@ pub(super) fn inworld_problems(s: &InworldSection) -> Vec<String> {
     out
 }
 
-/// How a line falls back from one voice to the next (SPEC §8.5): the
-/// primary's circuit breaker and its time to first audio.
+/// How a line falls back from one voice to the next (SPEC §8.5, issue 24):
+/// the primary's circuit breaker, its time to first audio, the hedge and
+/// the stall.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct TtsSection {
-    /// Longest wait for the primary voice's next event before its first
-    /// audio; then the fallback says the line.
+    /// Longest wait for the primary voice's first audio; then the
+    /// fallback says the line alone.
     pub first_audio_timeout_s: f64,
+    /// The primary this late with its first audio: the fallback is asked
+    /// too, and whichever voice speaks first says the line.
+    pub hedge_after_s: f64,
+    /// A gap this long in the primary's audio after it started: the
+    /// fallback says the rest of the line.
+    pub stall_after_s: f64,
     /// Lines failed in a row (by any call) that open the breaker.
     pub breaker_failures: u32,
     /// How long an open breaker sends every line to the fallback.
@@ -196,6 +203,8 @@ impl Default for TtsSection {
     fn default() -> Self {
         TtsSection {
             first_audio_timeout_s: 5.0,
+            hedge_after_s: 0.8,
+            stall_after_s: 1.0,
             breaker_failures: 3,
             breaker_cooldown_s: 60.0,
         }
@@ -210,6 +219,14 @@ pub(super) fn tts_problems(t: &TtsSection) -> Vec<String> {
             "tts.first_audio_timeout_s = {} must be between 0.1 and 60 seconds",
             t.first_audio_timeout_s
         ));
+    }
+    for (name, v) in [
+        ("tts.hedge_after_s", t.hedge_after_s),
+        ("tts.stall_after_s", t.stall_after_s),
+    ] {
+        if !(v.is_finite() && (0.1..=60.0).contains(&v)) {
+            out.push(format!("{name} = {v} must be between 0.1 and 60 seconds"));
+        }
     }
     if t.breaker_failures == 0 {
         out.push("tts.breaker_failures must be at least 1".into());

@@ -126,6 +126,13 @@ pub struct PhoneLog {
     /// From the end of each caller line (its last frame sent) to the next
     /// agent audio.
     pub reply_latencies: Vec<Duration>,
+    /// For each caller line the agent answered, the longest silence the
+    /// caller sat through before saying more: the wait from the line's
+    /// end to the first agent audio, or a pause inside the agent's answer
+    /// (in playback time: from when its audio stopped playing to when more
+    /// of it played, the caller silent all the while). The dead air of
+    /// that turn.
+    pub turn_dead_air: Vec<Duration>,
     /// Both sides of the call, when asked for ([`Connect::record`]).
     pub recording: Option<Recording>,
 }
@@ -349,6 +356,10 @@ async fn run(
     // (first arrival of the stretch, messages in it, last arrival)
     let mut stretch: Option<(Instant, u32, Instant)> = None;
     let mut caller_done_at: Option<Instant> = None;
+    // The dead air of the turn answering the last caller line (once its
+    // reply began), and when the agent's audio last stopped playing.
+    let mut turn_air: Option<Duration> = None;
+    let mut quiet_at: Option<Instant> = None;
     let mut tick = tokio::time::interval(Duration::from_millis(20));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Burst);
     // Local speech: the agent audio of the current stretch, and the
@@ -398,6 +409,9 @@ async fn run(
                 // The caller's next 20 ms.
                 let frame = match caller.pop_front() {
                     Some(f) => {
+                        // A silence of the agent's while the caller talks
+                        // is no dead air.
+                        quiet_at = None;
                         if caller.is_empty() {
                             caller_done_at = Some(Instant::now());
                         }
@@ -421,6 +435,10 @@ async fn run(
                 let mut pcm = Vec::with_capacity(FRAME);
                 match played {
                     Some(bytes) => {
+                        if let (Some(q), Some(air)) = (quiet_at.take(), turn_air.as_mut()) {
+                            // A pause inside the answer, the caller silent.
+                            *air = (*air).max(q.elapsed());
+                        }
                         audio::mulaw::decode(&bytes, &mut pcm);
                         if ear.is_some() {
                             if !playing {
@@ -436,6 +454,7 @@ async fn run(
                     }
                     None if playing => {
                         playing = false;
+                        quiet_at = caller.is_empty().then(Instant::now);
                         submit(&mut stretch_audio, stretch_at, &mut transcribing);
                         let _ = events.send(PhoneEvent::AgentQuiet);
                     }
@@ -464,6 +483,7 @@ async fn run(
                                 let now = Instant::now();
                                 if let Some(t) = caller_done_at.take() {
                                     log.reply_latencies.push(now - t);
+                                    turn_air = Some(now - t);
                                 }
                                 stretch = match stretch {
                                     Some((first, n, last))
@@ -512,8 +532,16 @@ async fn run(
                 take_heard(&mut log, &events, at, text);
             }
             cmd = cmds.recv() => match cmd {
-                Some(Cmd::Say(text)) => caller.extend(speech_frames(&text, c.chars_per_second)),
-                Some(Cmd::Audio(ulaw)) => caller.extend(ulaw_frames(&ulaw)),
+                Some(cmd @ (Cmd::Say(_) | Cmd::Audio(_))) => {
+                    // A new caller line: the last turn's dead air is known.
+                    log.turn_dead_air.extend(turn_air.take());
+                    quiet_at = None;
+                    match cmd {
+                        Cmd::Say(text) => caller.extend(speech_frames(&text, c.chars_per_second)),
+                        Cmd::Audio(ulaw) => caller.extend(ulaw_frames(&ulaw)),
+                        _ => {}
+                    }
+                }
                 Some(Cmd::Raw(text)) => out.push(text),
                 Some(Cmd::HangUp) | None => {
                     let stop = json!({
@@ -541,6 +569,7 @@ async fn run(
             }
         }
     }
+    log.turn_dead_air.extend(turn_air.take());
     // What played last is transcribed too; wait for what is under way.
     submit(&mut stretch_audio, stretch_at, &mut transcribing);
     let deadline = Instant::now() + TRANSCRIBE_WAIT;

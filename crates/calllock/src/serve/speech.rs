@@ -64,6 +64,8 @@ pub struct Voices {
     local: LocalSpeech,
     breaker: Arc<VoiceBreaker>,
     first_audio_timeout: Duration,
+    hedge_after: Duration,
+    stall_after: Duration,
     /// Who speaks first, for logs and `/health`.
     pub chain: Vec<&'static str>,
 }
@@ -112,6 +114,8 @@ impl Voices {
             local,
             breaker: VoiceBreaker::new(t.breaker_failures, t.breaker_cooldown_s),
             first_audio_timeout: Duration::from_secs_f64(t.first_audio_timeout_s),
+            hedge_after: Duration::from_secs_f64(t.hedge_after_s),
+            stall_after: Duration::from_secs_f64(t.stall_after_s),
             chain,
         })
     }
@@ -162,6 +166,8 @@ impl Voices {
             FallbackOptions {
                 breaker: self.breaker.clone(),
                 first_audio_timeout: self.first_audio_timeout,
+                hedge_after: self.hedge_after,
+                stall_after: self.stall_after,
                 last_resort,
             },
         ))

@@ -39,11 +39,12 @@ use axum::extract::ws::{Message, WebSocket};
 use futures_util::{SinkExt, StreamExt};
 use providers::twilio::marks::MarkLedger;
 use providers::twilio::media_streams::{mark_message, media_message, Inbound, Start, StreamReader};
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::mpsc;
-use voice::frames::{Audio, Frame};
+use voice::frames::{Audio, Encoding, Frame};
+use voice::stages::tts::TtsEvent;
 
 /// How long a new socket may take to send `start`.
 const START_TIMEOUT: Duration = Duration::from_secs(10);
@@ -180,6 +181,12 @@ struct Call {
     first_heard: FirstHeard,
     /// Both sides of the call, when calls are recorded.
     recording: Option<crate::recording::CallRecording>,
+    /// One more than the highest utterance id the pipeline played (the
+    /// sink counts): the id of a line said after the pipeline stopped.
+    next_id: Arc<AtomicU64>,
+    /// The id of the line being said straight onto the socket (`u64::MAX`:
+    /// none): its echoes are not a reply's first audio heard.
+    direct: AtomicU64,
 }
 
 /// How the socket part of a call ended.
@@ -217,6 +224,8 @@ impl Call {
             out,
             ledger,
             first_heard: FirstHeard::default(),
+            next_id: Arc::default(),
+            direct: AtomicU64::new(u64::MAX),
         }
     }
 
@@ -282,7 +291,8 @@ impl Call {
             self.start.stream_sid.clone(),
             self.ledger.clone(),
         )
-        .recorded(self.recording.clone());
+        .recorded(self.recording.clone())
+        .numbered(self.next_id.clone());
         let mut call = start_call(
             CallParts {
                 engine,
@@ -298,6 +308,10 @@ impl Call {
                 output_lead: Duration::from_millis(cfg.serve.output_lead_ms),
                 pacing: Some(self.app.pacing.clone()),
                 playout: Some(super::playout::handle()),
+                played_proof: Some({
+                    let l = self.ledger.clone();
+                    Arc::new(move |id| Duration::from_millis(ledger(&l).heard_ms(id)))
+                }),
             },
             sink,
         );
@@ -339,6 +353,9 @@ impl Call {
                 }
             }
         };
+        // The caller's hang-up (or the agent's decision) is now: the line
+        // stays up after it only while the agent still has a line to say.
+        let broke_at = now_unix();
         if dropped > 0 {
             tracing::warn!(
                 call_id = self.call_id,
@@ -346,26 +363,34 @@ impl Call {
                 "caller audio frames dropped (the pipeline fell behind)"
             );
         }
-        Box::pin(self.finish(call, end, started, journal, ws_rx, reader)).await;
+        let times = (started, broke_at);
+        Box::pin(self.finish(call, end, times, journal, ws_rx, reader)).await;
     }
 
     /// After the live part: the goodbye heard, the pipeline drained, the
     /// hang-up, the journal closed, post-call.
+    ///
+    /// The call's duration is the line's: from `start` to the last sound
+    /// on it — the caller's hang-up, or the last mark of the agent's last
+    /// line echoed — never the moment the agent decided to end (its
+    /// goodbye still had to play) nor the drain and hang-up after.
     async fn finish(
         &self,
         mut call: crate::voice_call::RunningCall<TwilioSink>,
         end: SocketEnd,
-        started: f64,
+        (started, broke_at): (f64, f64),
         journal: Option<crate::journal::Journal>,
         mut ws_rx: WsRx,
         mut reader: StreamReader,
     ) {
+        let mut ended = broke_at;
         let ended_by = match end {
             SocketEnd::CallerGone => EndedBy::Caller,
             SocketEnd::AgentHungUp => {
                 // The goodbye is heard in full (its last mark echoed)
                 // before the line is cut.
                 self.wait_for_marks(&mut ws_rx, &mut reader).await;
+                ended = now_unix();
                 EndedBy::Agent
             }
             SocketEnd::Shutdown(_) | SocketEnd::SpeechLost => EndedBy::Agent,
@@ -378,7 +403,6 @@ impl Call {
             _ => None,
         };
         let out = call.control.outcome.await;
-        let ended = chrono::Utc::now().timestamp_millis() as f64 / 1000.0;
         let Ok(out) = out else {
             tracing::error!(call_id = self.call_id, "the call left no outcome");
             return;
@@ -391,8 +415,12 @@ impl Call {
             tools: Vec::new(),
         };
         if let Some(why) = session_override {
-            self.end_for_server(&mut outcome, why, &journal, &mut ws_rx, &mut reader)
+            let quiet = self
+                .end_for_server(&mut outcome, why, &journal, &mut ws_rx, &mut reader)
                 .await;
+            if let Some(at) = quiet {
+                outcome.end_time = at.max(ended);
+            }
         }
         if matches!(ended_by, EndedBy::Agent) {
             self.hang_up().await;
@@ -459,7 +487,9 @@ impl Call {
             Ok(Inbound::Mark { name }) => {
                 let played = ledger(&self.ledger).echo(&name);
                 if let Some((utterance, heard_ms)) = played {
-                    self.first_heard.echoed(utterance, heard_ms);
+                    if utterance != self.direct.load(Ordering::Relaxed) {
+                        self.first_heard.echoed(utterance, heard_ms);
+                    }
                 }
             }
             Ok(Inbound::Stop { .. }) => return Step::Stop,
@@ -520,6 +550,13 @@ impl Call {
     /// The server ends the call (it is stopping, or the caller can no
     /// longer be heard): unless the call already ended in a booking or a
     /// promised callback, say so, promise a callback and record why.
+    ///
+    /// The line is said as every agent line is (paced, marked) and reaches
+    /// the journal and the transcript only as far as the echoes prove it
+    /// played: cut short (`interrupted`) when the caller hangs up during
+    /// it, absent when not a word of it was heard. Returns when the line
+    /// went quiet (its last mark echoed, or the caller gone), `None` when
+    /// nothing was said.
     async fn end_for_server(
         &self,
         outcome: &mut Outcome,
@@ -527,7 +564,7 @@ impl Call {
         journal: &Option<crate::journal::Journal>,
         ws_rx: &mut WsRx,
         reader: &mut StreamReader,
-    ) {
+    ) -> Option<f64> {
         let s = &mut outcome.session;
         let settled = s.booking_confirmed || s.state.promises_callback() || s.state.is_terminal();
         if !settled {
@@ -547,43 +584,215 @@ impl Call {
                 "the caller cannot be heard (speech recognition lost); ending with a callback"
             );
         }
-        let at = chrono::Utc::now().timestamp_millis() as f64 / 1000.0;
-        if let Some(j) = journal {
-            j.record(
-                at,
-                "agent",
-                serde_json::json!({"text": line, "state": s.state.as_str(), "source": source}),
+        if why == ServerEnd::Shutdown(Ending::Now) {
+            return None;
+        }
+        let said = self.say_directly(&line, ws_rx, reader).await;
+        let quiet = now_unix();
+        if said.heard.is_empty() {
+            tracing::info!(
+                call_id = self.call_id,
+                "the caller heard none of the last line"
             );
+            return Some(quiet);
         }
         let state = s.state;
-        s.transcript_log
-            .push(agent::session::TranscriptEntry::agent(
-                line.clone(),
-                at,
-                state,
-            ));
-        if why != ServerEnd::Shutdown(Ending::Now) {
-            self.say_directly(&line).await;
+        if let Some(j) = journal {
+            let mut data =
+                serde_json::json!({"text": said.heard, "state": state.as_str(), "source": source});
+            if said.cut {
+                data["interrupted"] = true.into();
+            }
+            j.record(said.at, "agent", data);
+        }
+        let mut entry = agent::session::TranscriptEntry::agent(said.heard, said.at, state);
+        entry.interrupted = said.cut;
+        s.transcript_log.push(entry);
+        Some(quiet)
+    }
+
+    /// Say `text` straight onto the socket (the pipeline has stopped), in
+    /// the call's voice (the offline voice when every vendor fails), as the
+    /// player says every line: audio starts as soon as the voice sends
+    /// some, one 20 ms frame per 20 ms (`serve.output_lead_ms` ahead), a
+    /// mark every `twilio.mark_interval_ms` and at the end, all under an
+    /// utterance id of its own. The socket is read meanwhile (echoes, the
+    /// caller's hang-up, which stops the line), and afterwards until the
+    /// last mark echoed (bounded by `twilio.hangup_wait_s`).
+    async fn say_directly(
+        &self,
+        text: &str,
+        ws_rx: &mut WsRx,
+        reader: &mut StreamReader,
+    ) -> Direct {
+        const FRAME: usize = 160; // 20 ms of 8 kHz µ-law
+        let cfg = &self.app.cfg;
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        self.direct.store(id, Ordering::Relaxed);
+        let sid = &self.start.stream_sid;
+        let lead = Duration::from_millis(cfg.serve.output_lead_ms);
+        let tts = self.app.voices.tts();
+        let mut stream = tts.synthesize(text);
+        // The primary's wait, then a short line from the fallback: a
+        // caller being let go is not kept waiting long.
+        let limit = Duration::from_secs_f64(cfg.tts.first_audio_timeout_s.clamp(0.0, 60.0) + 5.0);
+        let synth_until = tokio::time::Instant::now() + limit;
+        // The voice is done (`complete`: it said the whole line).
+        let mut synthesized = false;
+        let mut complete = false;
+        let mut audio: Vec<u8> = Vec::new();
+        let mut pos = 0usize;
+        // When the first frame went out, and how much has gone since (ms).
+        let mut clock: Option<tokio::time::Instant> = None;
+        let mut sent_ms = 0u64;
+        let mut caller_gone = false;
+        loop {
+            let ready = audio.len() - pos >= FRAME || (synthesized && pos < audio.len());
+            if synthesized && pos >= audio.len() {
+                break;
+            }
+            let now = tokio::time::Instant::now();
+            let due = match clock {
+                None => now,
+                Some(t0) => (t0 + Duration::from_millis(sent_ms))
+                    .checked_sub(lead)
+                    .unwrap_or(t0),
+            };
+            tokio::select! {
+                item = stream.next(), if !synthesized => match item {
+                    Some(Ok(TtsEvent::Audio(a))) => match (a.encoding, a.rate) {
+                        (Encoding::MuLaw, 8000) => audio.extend_from_slice(&a.bytes),
+                        (Encoding::Pcm16, 8000) => {
+                            audio.extend(audio::mulaw::encode_pcm16le(&a.bytes));
+                        }
+                        (enc, rate) => {
+                            tracing::warn!(?enc, rate, "a voice's audio is not 8 kHz; skipped");
+                        }
+                    },
+                    Some(_) => {}
+                    None => (synthesized, complete) = (true, true),
+                },
+                _ = tokio::time::sleep_until(synth_until), if !synthesized => {
+                    tracing::warn!(call_id = self.call_id, "the last line took too long to synthesize; cut short");
+                    synthesized = true;
+                }
+                _ = tokio::time::sleep_until(due), if ready => {
+                    let end = (pos + FRAME).min(audio.len());
+                    let chunk = &audio[pos..end];
+                    pos = end;
+                    let _ = self.out.send(Outgoing::Text(media_message(sid, chunk)));
+                    if let Some(r) = &self.recording {
+                        r.agent(chunk);
+                    }
+                    let ms = chunk.len() as u64 / 8;
+                    // The voice fell behind and the caller's buffer ran
+                    // dry: the schedule starts again from this frame.
+                    let now = tokio::time::Instant::now();
+                    let behind = clock.is_some_and(|_| now > due + lead);
+                    if clock.is_none() || behind {
+                        clock = Some(now - Duration::from_millis(sent_ms));
+                    }
+                    sent_ms += ms;
+                    self.mark(id, ms, false);
+                }
+                msg = ws_rx.next() => {
+                    let Some(Ok(msg)) = msg else {
+                        caller_gone = true;
+                        break;
+                    };
+                    match self.on_message(msg, reader) {
+                        Step::Stop => {
+                            caller_gone = true;
+                            break;
+                        }
+                        Step::Audio(ulaw, timestamp_ms) => {
+                            if let Some(r) = &self.recording {
+                                r.caller(&ulaw, timestamp_ms);
+                            }
+                        }
+                        Step::Continue => {}
+                    }
+                }
+            }
+            // Every vendor failed (or said nothing): the offline voice.
+            if synthesized && audio.is_empty() {
+                let (samples, _) =
+                    voice::offline::codec::encode(text, 8000, cfg.sim.speech_chars_per_s);
+                audio::mulaw::encode(&samples, &mut audio);
+                complete = true;
+                if audio.is_empty() {
+                    break;
+                }
+            }
+        }
+        let at = clock.map_or_else(now_unix, |t0| now_unix() - t0.elapsed().as_secs_f64());
+        if !caller_gone {
+            self.mark(id, 0, true);
             self.wait_for_marks(ws_rx, reader).await;
+        }
+        let heard_ms = ledger(&self.ledger).heard_ms(id);
+        let total_ms = audio.len() as u64 / 8;
+        let whole = complete && pos >= audio.len() && heard_ms >= total_ms;
+        let heard = if whole {
+            text.to_string()
+        } else {
+            heard_prefix(text, heard_ms, total_ms).to_string()
+        };
+        Direct {
+            heard,
+            cut: !whole,
+            at,
         }
     }
 
-    /// Speak `text` straight onto the socket (the pipeline has stopped),
-    /// in the call's voice (the offline voice when every vendor fails).
-    async fn say_directly(&self, text: &str) {
-        let ulaw = self.app.voices.say_ulaw(&self.app.cfg, text).await;
-        let sid = &self.start.stream_sid;
-        for chunk in ulaw.chunks(320) {
-            let _ = self.out.send(Outgoing::Text(media_message(sid, chunk)));
-            if let Some(r) = &self.recording {
-                r.agent(chunk);
-            }
-        }
-        let due = ledger(&self.ledger).sent_audio(u64::MAX, ulaw.len() as u64 / 8, true);
+    /// `ms` more of line `id` were sent (`last`: its end): a mark when due.
+    fn mark(&self, id: u64, ms: u64, last: bool) {
+        let due = ledger(&self.ledger).sent_audio(id, ms, last);
         if let Some(m) = due {
-            let _ = self.out.send(Outgoing::Text(mark_message(sid, &m.name)));
+            let name = m.name;
+            let _ = self
+                .out
+                .send(Outgoing::Text(mark_message(&self.start.stream_sid, &name)));
         }
     }
+}
+
+/// What a line said straight onto the socket came to.
+struct Direct {
+    /// The words the echoes prove were played.
+    heard: String,
+    /// Not heard to its end (the caller hung up during it).
+    cut: bool,
+    /// When its first frame went out (Unix seconds).
+    at: f64,
+}
+
+/// The whole words of `text` heard in `heard_ms` of its `total_ms` of
+/// audio (the same share of its characters, back to a word's end).
+fn heard_prefix(text: &str, heard_ms: u64, total_ms: u64) -> &str {
+    if total_ms == 0 || heard_ms == 0 {
+        return "";
+    }
+    if heard_ms >= total_ms {
+        return text;
+    }
+    let chars = (text.chars().count() as u128 * heard_ms as u128 / total_ms as u128) as usize;
+    let cut = text
+        .char_indices()
+        .nth(chars)
+        .map_or(text.len(), |(i, _)| i);
+    let head = &text[..cut];
+    // A word cut mid-way was not heard whole.
+    let head = if text[cut..].starts_with(char::is_whitespace) || cut == text.len() {
+        head
+    } else {
+        head.rfind(char::is_whitespace).map_or("", |i| &head[..i])
+    };
+    head.trim_end()
+}
+
+fn now_unix() -> f64 {
+    chrono::Utc::now().timestamp_millis() as f64 / 1000.0
 }
 
 /// The call's LLM stage: the configured responder; offline (the scripted
@@ -651,5 +860,20 @@ mod tests {
         assert!(call_id_of(&s).starts_with("CA-local-"));
         s.custom_parameters.clear();
         assert_eq!(caller_of(&s), "unknown");
+    }
+
+    #[test]
+    fn a_line_cut_short_keeps_the_whole_words_heard() {
+        let text = "one two three";
+        assert_eq!(heard_prefix(text, 0, 1300), "");
+        assert_eq!(heard_prefix(text, 1300, 1300), text);
+        assert_eq!(heard_prefix(text, 2000, 1300), text);
+        // 8 of 13 characters: "one two " — two whole words.
+        assert_eq!(heard_prefix(text, 800, 1300), "one two");
+        // 6: "one tw" — the second word was not heard whole.
+        assert_eq!(heard_prefix(text, 600, 1300), "one");
+        assert_eq!(heard_prefix(text, 100, 1300), "");
+        assert_eq!(heard_prefix("é à ü", 400, 500), "é à");
+        assert_eq!(heard_prefix(text, 10, 0), "");
     }
 }

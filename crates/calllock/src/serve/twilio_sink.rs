@@ -89,6 +89,10 @@ pub struct TwilioSink {
     sent_ms: Arc<std::sync::atomic::AtomicU64>,
     /// The call's recording (the agent's side).
     recording: Option<crate::recording::CallRecording>,
+    /// One more than the highest utterance id played: a line said
+    /// straight onto the socket after the pipeline stopped takes its id
+    /// from here, so its marks never share an utterance's name.
+    next_id: Arc<AtomicU64>,
 }
 
 impl TwilioSink {
@@ -99,7 +103,15 @@ impl TwilioSink {
             ledger,
             sent_ms: Arc::default(),
             recording: None,
+            next_id: Arc::default(),
         }
+    }
+
+    /// Count the utterance ids played into `next_id` (one more than the
+    /// highest), shared with whoever speaks after the pipeline stopped.
+    pub fn numbered(mut self, next_id: Arc<AtomicU64>) -> Self {
+        self.next_id = next_id;
+        self
     }
 
     /// Record what the agent sends (and what a `clear` cut) on `recording`.
@@ -114,6 +126,8 @@ impl TwilioSink {
     }
 
     fn mark_if_due(&self, id: UtteranceId, ms: u64, last: bool) {
+        self.next_id
+            .fetch_max(id.saturating_add(1), Ordering::Relaxed);
         let due = ledger(&self.ledger).sent_audio(id, ms, last);
         if let Some(m) = due {
             self.send(mark_message(&self.stream_sid, &m.name));

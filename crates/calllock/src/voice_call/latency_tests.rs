@@ -153,6 +153,7 @@ async fn every_stage_of_a_turn_is_stamped_where_it_happens() {
             output_lead: Duration::ZERO,
             pacing: None,
             playout: None,
+            played_proof: None,
         },
         sink,
     );

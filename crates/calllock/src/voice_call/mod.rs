@@ -56,7 +56,7 @@ use crate::latency::{ReplyKind, TurnLatency};
 use journal::VoiceJournal;
 use latency::{TurnClocks, Wait};
 pub use llm::{Pacing, ResponderLlm};
-pub use parts::{start_call, CallParts, RunningCall, OUTPUT_RATE};
+pub use parts::{start_call, CallParts, PlayedProof, RunningCall, OUTPUT_RATE};
 
 /// What the conversation stage leaves behind when the call ends.
 #[derive(Debug, Clone)]
@@ -110,6 +110,9 @@ pub struct ConversationStage {
     log: EventLog,
     /// The durable journal of this call (events as they happen).
     journal: Option<VoiceJournal>,
+    /// What the far end proved it played, for the lines still playing
+    /// when the call ends (see [`CallParts::played_proof`]).
+    played_proof: Option<PlayedProof>,
     accountant: Accountant,
     utts: HashMap<UtteranceId, Utt>,
     /// The reply being written, and its epoch.
@@ -152,6 +155,7 @@ impl ConversationStage {
                 floor,
                 log: EventLog::new(),
                 journal: None,
+                played_proof: None,
                 accountant: Accountant::default(),
                 utts: HashMap::new(),
                 llm_pending: None,
@@ -519,6 +523,18 @@ impl ConversationStage {
     }
 
     fn finish(&mut self, ctx: &mut Ctx<'_>) {
+        // The player reports progress once a second; the far end may have
+        // proved more played since (a caller hanging up mid-line heard it).
+        if let Some(proof) = self.played_proof.take() {
+            let ids: Vec<MsgId> = self.accountant.active().collect();
+            for id in ids {
+                let heard = proof(id.0);
+                if !heard.is_zero() {
+                    let o = self.accountant.played(id, heard);
+                    self.outcomes(o, ctx);
+                }
+            }
+        }
         let outcomes = self.accountant.interrupt();
         self.outcomes(outcomes, ctx);
         self.cut_unplayed(u64::MAX, ctx);
@@ -575,7 +591,7 @@ impl Stage for ConversationStage {
                 Data::Transcript { text, is_final } => {
                     if !is_final && !text.trim().is_empty() {
                         self.clocks.caller_words();
-                        self.feed(Input::CallerSpeaking, ctx);
+                        self.feed(Input::CallerWords, ctx);
                     }
                     if is_final {
                         if !text.trim().is_empty() {
@@ -600,6 +616,7 @@ impl Stage for ConversationStage {
             }
             f @ Frame::Control(ControlFrame::UserStoppedSpeaking) => {
                 self.clocks.caller_stopped(Instant::now());
+                self.feed(Input::CallerStopped, ctx);
                 ctx.pass(f, dir);
             }
             Frame::Control(c) if dir == Direction::Upstream => match c {
@@ -613,7 +630,14 @@ impl Stage for ConversationStage {
                 ControlFrame::SynthesisDone { id, total } => {
                     self.accountant.set_total_audio(MsgId(id), total);
                 }
+                ControlFrame::SynthesisCut { id, start, spoken } => {
+                    self.accountant.cut_sentence(MsgId(id), start, spoken);
+                }
                 ControlFrame::Milestone { id, milestone, at } => {
+                    if milestone == voice::latency::Milestone::LlmFirstToken {
+                        // The reply has begun: no filler for this turn.
+                        self.feed(Input::ReplyStarted, ctx);
+                    }
                     let done = self.clocks.milestone(id, milestone, at);
                     self.turn_measured(done);
                 }

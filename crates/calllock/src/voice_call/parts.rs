@@ -32,7 +32,14 @@ pub struct CallParts<D, S> {
     /// The runtime the player runs on (none: the caller's; a server gives
     /// its players a thread of their own, see [`crate::serve::playout`]).
     pub playout: Option<tokio::runtime::Handle>,
+    /// How much of an utterance the far end proved it played (Twilio's
+    /// mark echoes), read when the call ends so a line the caller hung up
+    /// on is recorded as far as they heard it (none: the player's count).
+    pub played_proof: Option<PlayedProof>,
 }
+
+/// How much of utterance `id` the far end proved it played.
+pub type PlayedProof = Arc<dyn Fn(voice::frames::UtteranceId) -> Duration + Send + Sync>;
 
 /// A running voice call.
 pub struct RunningCall<K> {
@@ -74,6 +81,7 @@ where
     );
     let mut conversation = conversation;
     conversation.journal = parts.journal.map(VoiceJournal::new);
+    conversation.played_proof = parts.played_proof;
     let mut pipeline = voice::Pipeline::builder()
         // The VAD stage decodes the caller's µ-law itself.
         .stage(VadStage::new(parts.detector))

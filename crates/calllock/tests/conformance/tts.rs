@@ -5,7 +5,8 @@
 //! end say that), so a scripted voice carries the case's `started` and
 //! `stopped` frames as word marks with those names; what the wrapper lets
 //! through is labelled back from them. Audio is labelled by the voice that
-//! made it (`audio:primary` / `audio:fallback`), an `Err` item as `error`.
+//! made it (`audio:primary` / `audio:fallback`), an `Err` item as `error`;
+//! a `Cut` (the rest of the line was never said) has no frame.
 //! Time is tokio's paused clock: timeouts and cooldowns pass instantly.
 
 use super::{check_exact, only_keys, R};
@@ -112,13 +113,17 @@ impl Tts for Scripted {
     }
 }
 
-fn label(item: &Result<TtsEvent, TtsError>) -> String {
-    match item {
+/// The reference's frame for one item; `None` for [`TtsEvent::Cut`], our
+/// note to the accountant that the rest of a line was never said (the
+/// reference just stops pushing frames: it has no frame for that).
+fn label(item: &Result<TtsEvent, TtsError>) -> Option<String> {
+    Some(match item {
         Ok(TtsEvent::Audio(a)) if a.bytes.first() == Some(&1) => "audio:primary".into(),
         Ok(TtsEvent::Audio(_)) => "audio:fallback".into(),
         Ok(TtsEvent::Word(w)) => w.word.to_string(),
+        Ok(TtsEvent::Cut) => return None,
         Err(_) => "error".into(),
-    }
+    })
 }
 
 fn flag(a: &AtomicBool) -> Value {
@@ -149,14 +154,19 @@ async fn run_steps(case: &Value) -> R {
     )?;
     let primary = Scripted::new(1, behaviour(&given["primary"])?);
     let fallback = Scripted::new(2, behaviour(&given["fallback"])?);
+    let first_audio_timeout =
+        Duration::from_secs_f64(given["primary_timeout_s"].as_f64().unwrap_or(5.0));
     let opts = FallbackOptions {
         breaker: VoiceBreaker::new(
             given["failure_threshold"].as_u64().unwrap_or(3) as u32,
             given["cooldown_s"].as_f64().unwrap_or(60.0),
         ),
-        first_audio_timeout: Duration::from_secs_f64(
-            given["primary_timeout_s"].as_f64().unwrap_or(5.0),
-        ),
+        first_audio_timeout,
+        // The cases describe the reference, which neither hedges a late
+        // primary nor notices a stall (issue 24 added both; their tests
+        // are in providers' tts_fallback): off here.
+        hedge_after: first_audio_timeout,
+        stall_after: Duration::from_secs(3600),
         last_resort: None,
     };
     let f = fallback.clone();
@@ -194,7 +204,7 @@ async fn run_steps(case: &Value) -> R {
                 fallback.calls.load(Ordering::SeqCst),
             );
             let items: Vec<_> = tts.synthesize(text).collect().await;
-            let frames: Vec<String> = items.iter().map(label).collect();
+            let frames: Vec<String> = items.iter().filter_map(label).collect();
             got.insert("frames".into(), json!(frames));
             got.insert(
                 "primary_called".into(),

@@ -79,6 +79,22 @@ impl Served {
     }
 }
 
+/// Whether `words` are just one of the agent's fillers ("One moment."),
+/// however a recogniser wrote them: the reply is still to come.
+pub fn only_a_filler(words: &[String]) -> bool {
+    let plain = |s: &str| {
+        s.chars()
+            .filter(|c| c.is_alphanumeric() || c.is_whitespace())
+            .collect::<String>()
+            .to_lowercase()
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    let said = plain(&words.join(" "));
+    agent::prompts::FILLERS.iter().any(|f| plain(f) == said)
+}
+
 /// A caller on the line: the phone plus its events, with timing helpers.
 pub struct Caller {
     pub phone: Option<calllock::dial::phone::Phone>,
@@ -158,7 +174,12 @@ impl Caller {
     pub async fn agent_turn_within(&mut self, limit: Duration, quiet: Duration) -> String {
         let deadline = Instant::now() + limit;
         while !self.closed {
-            if !self.words.is_empty() && !self.speaking && self.quiet_since.elapsed() >= quiet {
+            // "One moment." alone is no turn: a caller waits for the reply.
+            if !self.words.is_empty()
+                && !only_a_filler(&self.words)
+                && !self.speaking
+                && self.quiet_since.elapsed() >= quiet
+            {
                 break;
             }
             assert!(Instant::now() < deadline, "the agent never answered");
@@ -191,6 +212,23 @@ impl Caller {
         }
         assert!(self.words.len() > n, "no agent word within {limit:?}");
         t.elapsed()
+    }
+
+    /// Wait (at most `limit`) until the agent said `word` (case and
+    /// punctuation aside); whether it did.
+    pub async fn until_word(&mut self, word: &str, limit: Duration) -> bool {
+        let said = |c: &Caller| {
+            c.words.iter().any(|w| {
+                w.trim_matches(|ch: char| !ch.is_alphanumeric())
+                    .eq_ignore_ascii_case(word)
+            })
+        };
+        let until = Instant::now() + limit;
+        while !said(self) && !self.closed && Instant::now() < until {
+            self.first_word_within(until.saturating_duration_since(Instant::now()))
+                .await;
+        }
+        said(self)
     }
 
     pub fn say(&mut self, text: &str) {

@@ -297,6 +297,17 @@ pub async fn wait_until(timeout: Duration, mut cond: impl FnMut() -> bool) -> bo
     }
 }
 
+/// A draw in [0, 1) for request `n` under `seed` (splitmix64): the same
+/// seed picks the same requests, so a faulty load run can be repeated.
+pub fn unit_draw(seed: u64, n: u64) -> f64 {
+    let mut z = seed ^ n.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^= z >> 31;
+    (z >> 11) as f64 / (1u64 << 53) as f64
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -397,5 +408,15 @@ Connection: close\r\n\r\n{}"
         let start = Instant::now();
         assert!(!wait_until(Duration::from_millis(100), || false).await);
         assert!(start.elapsed() >= Duration::from_millis(100));
+    }
+
+    #[test]
+    fn draws_are_uniform_and_repeatable() {
+        let draws: Vec<f64> = (0..10_000).map(|n| unit_draw(7, n)).collect();
+        assert!(draws.iter().all(|d| (0.0..1.0).contains(d)));
+        let under = draws.iter().filter(|d| **d < 0.02).count();
+        assert!((120..=280).contains(&under), "{under} of 10000 under 2 %");
+        assert_eq!(unit_draw(7, 3), draws[3]);
+        assert_ne!(unit_draw(8, 3), draws[3]);
     }
 }

@@ -174,6 +174,7 @@ mod tests {
                     assert!(w.start >= played, "{w:?} starts in audio already sent");
                     assert!(w.start < played + next.unwrap(), "{w:?} is early");
                 }
+                TtsEvent::Cut => panic!("Flite never cuts a line"),
             }
         }
     }

@@ -34,6 +34,8 @@ pub const WORD_MARK: i16 = decode_sample(WORD_CODE);
 pub const FILL_MARK: i16 = decode_sample(FILL_MARK_CODE);
 /// Loudness of filler samples.
 pub const FILL: i16 = decode_sample(FILL_CODE);
+/// Samples quieter than this (in magnitude) are silence.
+pub const QUIET: u16 = 100;
 /// Longest word a frame carries, in bytes (longer words are cut, and a cut
 /// inside a character decodes as U+FFFD). Kept below 0x7F so the length is
 /// itself an exact µ-law code.
@@ -123,7 +125,7 @@ pub fn decode(frame: &[i16]) -> Decoded {
             let bytes: Vec<u8> = frame[2..2 + n].iter().map(|s| encode_sample(*s)).collect();
             Decoded::Word(String::from_utf8_lossy(&bytes).into_owned())
         }
-        _ if frame.iter().all(|s| s.unsigned_abs() < 100) => Decoded::Silence,
+        _ if frame.iter().all(|s| s.unsigned_abs() < QUIET) => Decoded::Silence,
         _ => Decoded::Voice,
     }
 }

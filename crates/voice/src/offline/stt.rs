@@ -1,6 +1,6 @@
 //! Speech to text and voice activity for [codec](super::codec) audio.
 
-use super::codec::{decode, from_bytes, Decoded};
+use super::codec::{decode, from_bytes, Decoded, QUIET};
 use crate::frames::{Audio, Encoding};
 use crate::stages::stt::{Stt, Transcript};
 use crate::stages::vad::{SpeechDetector, VadEvent, VadParams};
@@ -8,6 +8,13 @@ use audio::vad::VadHysteresis;
 use std::time::Duration;
 
 /// Splits PCM16 audio into 20 ms frames (keeping partial frames).
+///
+/// Codec words start on a frame boundary, so the framer keeps in step with
+/// the speaker: a quiet stretch shorter than a frame that is followed by
+/// sound is a (short) silence frame of its own, and the sound starts the
+/// next frame. Audio of odd lengths before (line noise, a client that
+/// sends uneven chunks) therefore cannot shift every later word off its
+/// frame: one moment of silence puts the framer back in step.
 #[derive(Debug, Default)]
 struct Framer {
     pending: Vec<i16>,
@@ -21,11 +28,28 @@ impl Framer {
         let per = (audio.rate as usize / 50).max(4);
         self.pending.extend(from_bytes(&audio.bytes));
         let mut out = Vec::new();
-        while self.pending.len() >= per {
-            out.push(self.pending.drain(..per).collect());
+        loop {
+            let quiet = self
+                .pending
+                .iter()
+                .take(per)
+                .take_while(|s| is_quiet(**s))
+                .count();
+            if quiet > 0 && quiet < per && quiet < self.pending.len() {
+                out.push(self.pending.drain(..quiet).collect());
+            } else if self.pending.len() >= per {
+                out.push(self.pending.drain(..per).collect());
+            } else {
+                break;
+            }
         }
         out
     }
+}
+
+/// A sample the codec counts as silence (see [`decode`]).
+fn is_quiet(sample: i16) -> bool {
+    sample.unsigned_abs() < QUIET
 }
 
 /// Speech to text for codec audio: an interim result after every word, a
@@ -34,6 +58,8 @@ impl Framer {
 pub struct CodecStt {
     framer: Framer,
     words: Vec<String>,
+    /// Sound without words since the last result (a cough, line noise).
+    voiced: bool,
     silence: Duration,
     endpointing: Duration,
     interim: bool,
@@ -51,6 +77,7 @@ impl CodecStt {
         CodecStt {
             framer: Framer::default(),
             words: Vec::new(),
+            voiced: false,
             silence: Duration::ZERO,
             endpointing,
             interim: true,
@@ -73,10 +100,16 @@ impl Stt for CodecStt {
                         });
                     }
                 }
-                Decoded::Voice => self.silence = Duration::ZERO,
+                Decoded::Voice => {
+                    self.silence = Duration::ZERO;
+                    self.voiced = true;
+                }
                 Decoded::Silence => {
                     self.silence += Duration::from_millis(20);
-                    if !self.words.is_empty() && self.silence >= self.endpointing {
+                    if (self.voiced || !self.words.is_empty()) && self.silence >= self.endpointing {
+                        // Words, or an empty result for a sound without
+                        // words (as speech vendors send): done with it.
+                        self.voiced = false;
                         out.push(Transcript {
                             text: std::mem::take(&mut self.words).join(" "),
                             is_final: true,
@@ -89,6 +122,7 @@ impl Stt for CodecStt {
     }
 
     fn finish(&mut self) -> Vec<Transcript> {
+        self.voiced = false;
         if self.words.is_empty() {
             return Vec::new();
         }
@@ -151,6 +185,42 @@ impl SpeechDetector for CodecDetector {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn pcm(samples: &[i16]) -> Audio {
+        Audio {
+            bytes: super::super::codec::to_bytes(samples).into(),
+            rate: 8000,
+            encoding: Encoding::Pcm16,
+        }
+    }
+
+    #[test]
+    fn words_after_odd_length_noise_are_heard() {
+        let (speech, _) = super::super::codec::encode("my AC stopped", 8000, 60.0);
+        let mut stt = CodecStt::default();
+        // Loud noise of a length that is no whole number of frames, then a
+        // moment of silence, then the words, then silence to end the turn.
+        let mut line = vec![9000i16; 1234];
+        line.extend(std::iter::repeat_n(0, 200));
+        line.extend(&speech);
+        line.extend(std::iter::repeat_n(0, 8000));
+        let mut heard = Vec::new();
+        // Uneven chunks too.
+        for chunk in line.chunks(77) {
+            heard.extend(stt.push_audio(&pcm(chunk)));
+        }
+        let last = heard
+            .iter()
+            .rev()
+            .find(|t| t.is_final)
+            .map(|t| t.text.as_str());
+        assert_eq!(last, Some("my AC stopped"));
+        // The words alone, in whole frames, are heard as before.
+        let mut stt = CodecStt::default();
+        let mut heard = stt.push_audio(&pcm(&speech));
+        heard.extend(stt.push_audio(&pcm(&[0; 8000])));
+        assert_eq!(heard.last().map(|t| t.text.as_str()), Some("my AC stopped"));
+    }
 
     #[test]
     fn the_default_detector_builds() {

@@ -112,6 +112,11 @@ pub enum TtsEvent {
     Audio(Audio),
     /// A word starts at this offset from the start of this request's audio.
     Word(WordTiming),
+    /// The voice stopped before the end of the text (D-23: an error after
+    /// its first audio ends the line where it is): the audio sent so far
+    /// is all that will be said of it. Not an error for the pipeline — the
+    /// next sentence plays — but the rest of the text was never spoken.
+    Cut,
 }
 
 /// Why a synthesis failed.
@@ -257,6 +262,17 @@ impl TtsStage {
     }
 }
 
+/// What of the sentence that began `base` into utterance `id`'s audio
+/// exists is all that is said of it.
+fn cut(id: UtteranceId, base: Duration, produced: &HashMap<UtteranceId, Duration>) -> Frame {
+    let produced = produced.get(&id).copied().unwrap_or_default();
+    Frame::Control(ControlFrame::SynthesisCut {
+        id,
+        start: base,
+        spoken: produced.saturating_sub(base),
+    })
+}
+
 impl Stage for TtsStage {
     fn name(&self) -> &'static str {
         "tts"
@@ -321,6 +337,9 @@ impl Stage for TtsStage {
                                 },
                             ));
                         }
+                        Report::Event(TtsEvent::Cut) => {
+                            ctx.push_up(cut(id, base, &self.produced));
+                        }
                         Report::Event(TtsEvent::Word(w)) => {
                             let w = WordTiming {
                                 word: w.word.clone(),
@@ -334,6 +353,7 @@ impl Stage for TtsStage {
                         }
                         Report::Failed(e) => {
                             tracing::warn!(error = %e, "TTS failed; sentence skipped");
+                            ctx.push_up(cut(id, base, &self.produced));
                             ctx.push_up(Frame::Control(ControlFrame::Error {
                                 stage: "tts",
                                 message: Arc::from(e.as_str()),

@@ -18,7 +18,9 @@
 //! Faults ([`Behaviour`]), per request in order ([`FakeInworld::push`])
 //! or from now on ([`FakeInworld::set_default`]): slow lines, an HTTP
 //! status, an `error` line before or after audio, a reset connection, a
-//! hang before or mid-body, a garbage line, or an exact raw body.
+//! hang before or mid-body, a garbage line, or an exact raw body; and for
+//! load tests a share of requests stalled at random
+//! ([`FakeConfig::stall_share`]).
 //!
 //! Every request is recorded ([`RecordedRequest`]) with how many lines
 //! went out and whether the client went away before the end — so a test
@@ -29,6 +31,7 @@ mod wire;
 use serde_json::Value;
 use std::collections::VecDeque;
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 use tokio::task::JoinHandle;
@@ -60,6 +63,15 @@ pub struct FakeConfig {
     /// Write each line in this many pieces (separate HTTP chunks and TCP
     /// writes; 1 = whole lines).
     pub split_lines: usize,
+    /// The share (0–1) of synthesis requests answered by default that
+    /// stall, chosen at random per request (from `stall_seed`): half of
+    /// them after the headers, before any audio, the other half after the
+    /// first word — the connection stays open until the client goes away.
+    /// For load tests ([`FakeInworld::stalled`] counts them).
+    pub stall_share: f64,
+    /// Seeds the choice of stalled requests (the same seed stalls the same
+    /// request numbers).
+    pub stall_seed: u64,
 }
 
 impl Default for FakeConfig {
@@ -71,6 +83,8 @@ impl Default for FakeConfig {
             line_delay: Duration::ZERO,
             wav_headers: WavHeaders::None,
             split_lines: 1,
+            stall_share: 0.0,
+            stall_seed: 0,
         }
     }
 }
@@ -139,6 +153,10 @@ pub(super) struct Shared {
     pub(super) script: Mutex<VecDeque<Behaviour>>,
     pub(super) default: Mutex<Behaviour>,
     pub(super) requests: Mutex<Vec<RecordedRequest>>,
+    /// Synthesis requests seen (numbers the random stalls).
+    pub(super) synthesis: AtomicU64,
+    /// Requests stalled by [`FakeConfig::stall_share`].
+    pub(super) stalled: AtomicU64,
 }
 
 pub(super) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -173,6 +191,8 @@ impl FakeInworld {
             script: Mutex::new(VecDeque::new()),
             default: Mutex::new(Behaviour::Speak),
             requests: Mutex::new(Vec::new()),
+            synthesis: AtomicU64::new(0),
+            stalled: AtomicU64::new(0),
         });
         let conns = shared.clone();
         let listening = crate::fake::wire::listen(move |stream| wire::serve(stream, conns.clone()));
@@ -190,6 +210,11 @@ impl FakeInworld {
     /// The API root to configure a client with: `http://127.0.0.1:PORT`.
     pub fn base_url(&self) -> String {
         format!("http://{}", self.addr)
+    }
+
+    /// Requests stalled at random so far ([`FakeConfig::stall_share`]).
+    pub fn stalled(&self) -> u64 {
+        self.shared.stalled.load(Ordering::Relaxed)
     }
 
     /// The key the fake accepts.

@@ -10,6 +10,7 @@ use crate::inworld::wav::{canonical_header, header_with_list};
 use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine;
 use serde_json::{json, Value};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::{AsyncWrite, AsyncWriteExt};
@@ -111,10 +112,26 @@ fn route(req: &WireRequest, body: &Value, config: &FakeConfig, shared: &Shared) 
                 return grpc_error(400, 3, &why);
             }
             let next = lock(&shared.script).pop_front();
-            Answer::Synthesis(next.unwrap_or_else(|| lock(&shared.default).clone()))
+            Answer::Synthesis(next.unwrap_or_else(|| by_default(config, shared)))
         }
         _ => grpc_error(404, 5, "Not Found"),
     }
+}
+
+/// The default behaviour, or a random stall ([`FakeConfig::stall_share`]).
+fn by_default(config: &FakeConfig, shared: &Shared) -> Behaviour {
+    let default = lock(&shared.default).clone();
+    let n = shared.synthesis.fetch_add(1, Ordering::Relaxed);
+    if default != Behaviour::Speak || config.stall_share <= 0.0 {
+        return default;
+    }
+    let draw = crate::fake::wire::unit_draw(config.stall_seed, n);
+    if draw >= config.stall_share {
+        return default;
+    }
+    shared.stalled.fetch_add(1, Ordering::Relaxed);
+    // Half before any audio, half after the first word.
+    Behaviour::StallAfter(usize::from(draw >= config.stall_share / 2.0))
 }
 
 fn voices() -> Value {
