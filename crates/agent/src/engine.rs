@@ -60,7 +60,8 @@ pub struct EngineConfig {
     /// Unanswered idle prompts before the agent says goodbye and hangs up.
     pub idle_max_prompts: u32,
     /// The dead-air budget's filler (issue 24): a caller turn whose reply
-    /// has not begun this long after the words came in hears "One moment."
+    /// has not begun this long after the caller stopped speaking (or the
+    /// words came in, without a VAD) hears "One moment."
     /// (0 = off: text chats and simulations, which have no dead air).
     pub filler_after_s: f64,
 }
@@ -167,7 +168,7 @@ pub enum Input {
     /// The caller hung up (media stream closed).
     CallerHungUp,
     /// The reply to the caller's turn has begun (the LLM's first words, or
-    /// audio): no filler is needed.
+    /// a new line's first audio): no filler is needed.
     ReplyStarted,
 }
 
@@ -253,6 +254,11 @@ struct Hangup {
 /// Epsilon for comparing timer deadlines.
 const EPS: f64 = 1e-9;
 
+/// The soonest a filler follows the caller's words: a reply whose first
+/// words come within this needs none, and a filler said in the same
+/// instant as the reply's first words could be queued behind them.
+const FILLER_AT_THE_SOONEST_S: f64 = 0.2;
+
 /// The conversation engine of one call. See the module docs.
 pub struct Engine<P: Policy = StateMachine> {
     policy: P,
@@ -276,6 +282,11 @@ pub struct Engine<P: Policy = StateMachine> {
     filler_at: Option<f64>,
     /// Fillers said this call (the next one's words).
     fillers: u8,
+    /// Since when the line has been quiet for the caller: their speech
+    /// stopped (or, if later, the agent's last line stopped playing). The
+    /// dead-air budget counts from here, not from when the words came back
+    /// from the recogniser. None while the caller speaks.
+    quiet_since: Option<f64>,
     /// The caller is speaking (voice activity or an interim transcript,
     /// and no stop or final result since).
     speaking: bool,
@@ -329,6 +340,7 @@ impl<P: Policy> Engine<P> {
             owed: 0,
             filler_at: None,
             fillers: 0,
+            quiet_since: None,
             terminal_said: None,
         }
     }
@@ -449,6 +461,7 @@ impl<P: Policy> Engine<P> {
                 self.idle_at = None;
                 if input_is_vad || self.owed == 0 {
                     self.speaking = true;
+                    self.quiet_since = None;
                 }
                 if let Some(b) = self.buffer.as_mut() {
                     let deadline = (now + self.config.buffer_debounce_s)
@@ -465,11 +478,14 @@ impl<P: Policy> Engine<P> {
             Input::CallerStopped => {
                 if std::mem::take(&mut self.speaking) {
                     self.owed += 1;
+                    self.quiet_since = Some(now);
                     self.arm_idle(now, out);
                 }
             }
             Input::BotSpeaking => {
-                self.filler_at = None;
+                // Not the filler's business: a line from before the turn
+                // (the greeting, say) may still be playing out; only a new
+                // line's first audio ([`Input::ReplyStarted`]) disarms it.
                 if let Some(h) = self.hangup.as_mut() {
                     if h.grace_at.is_none() && !self.ended {
                         h.ceiling_at = now + self.config.end_call_max_wait_s;
@@ -481,6 +497,9 @@ impl<P: Policy> Engine<P> {
                 }
             }
             Input::BotStoppedSpeaking => {
+                if self.quiet_since.is_some() {
+                    self.quiet_since = Some(now);
+                }
                 self.arm_idle(now, out);
                 if let Some(h) = self.hangup.as_mut() {
                     if h.grace_at.is_none() && !self.ended {
@@ -608,18 +627,23 @@ impl<P: Policy> Engine<P> {
             }
             return;
         }
-        self.start_turn(text.clone(), &text, now, out);
+        // The caller has waited since the line went quiet.
+        let from = self.quiet_since.filter(|&q| q <= now).unwrap_or(now);
+        self.start_turn(text.clone(), &text, from, now, out);
     }
 
     /// The dead-air budget (issue 24): a turn that waits on the LLM or a
     /// tool with nothing said yet gets a filler if its reply has not begun
-    /// within `filler_after_s` ([`Input::ReplyStarted`] or the bot's audio
-    /// disarms it).
-    fn arm_filler(&mut self, now: f64, out: &mut Vec<Effect>) {
+    /// within `filler_after_s` of `from` ([`Input::ReplyStarted`] disarms
+    /// it). A recogniser that was slow to give the words has used up part
+    /// of that wait: the filler is then due
+    /// [`FILLER_AT_THE_SOONEST_S`] after the words came (a reply whose
+    /// first words come sooner needs none).
+    fn arm_filler(&mut self, from: f64, now: f64, out: &mut Vec<Effect>) {
         if self.config.filler_after_s <= 0.0 || self.ended {
             return;
         }
-        let at = now + self.config.filler_after_s;
+        let at = (from + self.config.filler_after_s).max(now + FILLER_AT_THE_SOONEST_S);
         self.filler_at = Some(at);
         out.push(Effect::StartTimer {
             timer: Timer::Filler,
@@ -641,16 +665,25 @@ impl<P: Policy> Engine<P> {
         }
         if buf.fragments.is_empty() {
             self.forward_to_llm(llm_text, out);
-            self.arm_filler(now, out);
+            self.arm_filler(now, now, out);
             return;
         }
         let judged = buf.fragments.join(" ");
-        self.start_turn(llm_text, &judged, now, out);
+        // Buffering was a deliberate wait: the reply's counts from here.
+        self.start_turn(llm_text, &judged, now, now, out);
     }
 
     /// Run the state machine on `judged` and carry the turn as far as it
     /// goes without an outside answer.
-    fn start_turn(&mut self, llm_text: String, judged: &str, now: f64, out: &mut Vec<Effect>) {
+    /// `waited_from`: when the caller's wait for this reply began.
+    fn start_turn(
+        &mut self,
+        llm_text: String,
+        judged: &str,
+        waited_from: f64,
+        now: f64,
+        out: &mut Vec<Effect>,
+    ) {
         let from = out.len();
         self.turn_body(llm_text, judged, now, out);
         let new = &out[from..];
@@ -659,7 +692,7 @@ impl<P: Policy> Engine<P> {
             .iter()
             .any(|e| matches!(e, Effect::ToLlm { .. } | Effect::CallTool(_)));
         if waits && !speaks {
-            self.arm_filler(now, out);
+            self.arm_filler(waited_from, now, out);
         }
     }
 
@@ -1604,6 +1637,50 @@ mod tests {
         // Off by default (text chats and simulations).
         let mut e = engine_in(State::Discovery);
         assert!(filler_timer(&e.handle(said("my name is Dana Fields"), 0.0)).is_none());
+    }
+
+    /// Issue 24: the filler's wait counts from when the caller stopped
+    /// speaking, not from when the recogniser gave their words; words that
+    /// came back later than the wait get the filler at once.
+    #[test]
+    fn the_filler_counts_from_the_end_of_the_callers_speech() {
+        let config = EngineConfig {
+            filler_after_s: 0.7,
+            ..EngineConfig::default()
+        };
+        let session = Session {
+            state: State::Discovery,
+            ..Session::new("+15125551234")
+        };
+        let mut e = Engine::new(session, BusinessProfile::default(), config);
+        let said = |text: &str| Input::Transcript {
+            text: text.into(),
+            is_final: true,
+        };
+        e.handle(Input::CallerSpeaking, 0.0);
+        e.handle(Input::CallerStopped, 2.0);
+        let fx = e.handle(said("my name is Dana Fields"), 2.3);
+        assert_eq!(filler_timer(&fx), Some(2.7), "{fx:?}");
+        e.handle(Input::ContextMessage(ChatMessage::assistant("Okay.")), 3.0);
+        e.handle(Input::CaptureAgentResponses, 3.0);
+        e.handle(Input::BotStoppedSpeaking, 4.0);
+        // A slow recogniser: the words come 1.5 s after the speech ended.
+        e.handle(Input::CallerSpeaking, 5.0);
+        e.handle(Input::CallerStopped, 6.0);
+        let fx = e.handle(said("it's blowing warm air"), 7.5);
+        let at = 7.5 + FILLER_AT_THE_SOONEST_S;
+        assert_eq!(filler_timer(&fx), Some(at), "{fx:?}");
+        let fx = e.handle(Input::TimerFired(Timer::Filler), at);
+        assert!(
+            matches!(
+                fx.first(),
+                Some(Effect::Speak {
+                    canned: Canned::Filler(_),
+                    ..
+                })
+            ),
+            "{fx:?}"
+        );
     }
 
     #[test]

@@ -476,8 +476,8 @@ fn main() {
         .flat_map(|l| l.turn_dead_air.iter().copied())
         .collect();
     println!(
-        "dead air per turn (caller line end -> first agent audio, or the longest pause inside \
-         the answer) over {} turns: p50 {:.0} ms, p99 {:.0} ms, max {:.0} ms (goal: p99 <= 1500 ms)",
+        "dead air per turn (in playback time: caller line end -> first agent audio, the longest \
+         pause inside the answer, or a line never answered until the next) over {} turns: p50 {:.0} ms, p99 {:.0} ms, max {:.0} ms (goal: p99 <= 1500 ms)",
         air.len(),
         ms(pct(&mut air, 0.5)),
         ms(pct(&mut air, 0.99)),

@@ -6,7 +6,7 @@
 //!
 //! 1. While the breaker allows it, the primary is asked. What it sends
 //!    before its first audio is held back.
-//!    * Late ([`FallbackOptions::hedge_after`], 0.8 s) without audio: the
+//!    * Late ([`FallbackOptions::hedge_after`], 0.5 s) without audio: the
 //!      fallback is asked too, and whichever voice speaks first says the
 //!      line; the other request is dropped. A primary that loses the race
 //!      counts as a failure for the breaker. (Issue 24: the caller's dead
@@ -80,7 +80,7 @@ impl Default for FallbackOptions {
         FallbackOptions {
             breaker: VoiceBreaker::new(3, 60.0),
             first_audio_timeout: Duration::from_secs(5),
-            hedge_after: Duration::from_millis(800),
+            hedge_after: Duration::from_millis(500),
             stall_after: Duration::from_secs(1),
             last_resort: None,
         }
@@ -724,8 +724,8 @@ mod tests {
         assert_eq!(tag(&say(&tts).await), vec![2]);
         assert_eq!(
             t0.elapsed(),
-            Duration::from_millis(1000),
-            "hedge 0.8 s + 0.2 s"
+            Duration::from_millis(700),
+            "hedge 0.5 s + 0.2 s"
         );
         assert_eq!(
             primary.dropped.load(Ordering::SeqCst),

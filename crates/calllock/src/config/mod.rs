@@ -32,8 +32,8 @@ pub struct EngineSection {
     pub idle_prompt_s: f64,
     /// Unanswered idle prompts before the agent says goodbye and hangs up.
     pub idle_max_prompts: u32,
-    /// On a phone call, a reply not begun this long after the caller's
-    /// words came in is preceded by a short filler ("One moment."): the
+    /// On a phone call, a reply not begun this long after the caller
+    /// stopped speaking is preceded by a short filler ("One moment."): the
     /// dead-air budget (0 disables it; text chats never use it).
     pub filler_after_s: f64,
 }
@@ -766,7 +766,7 @@ end_call_grace_s = 0.5
 end_call_max_wait_s = 10.0
 idle_prompt_s = 10.0       # "are you still there?" after this much silence (0 = off)
 idle_max_prompts = 2       # then goodbye and hang up
-filler_after_s = 0.8       # a phone reply not begun by then: "One moment." first (0 = off)
+filler_after_s = 0.8       # a phone reply not begun this long after the caller stopped speaking: "One moment." first (0 = off)
 
 [sim]
 llm_latency_s = 0.6
@@ -865,7 +865,7 @@ model = "inworld-tts-1.5-max"
 # How a line falls back from one voice to the next.
 [tts]
 first_audio_timeout_s = 5.0  # then the fallback voice says the line alone
-hedge_after_s = 0.8          # primary this late: the fallback is asked too; the first to speak says it
+hedge_after_s = 0.5          # primary this late: the fallback is asked too; the first to speak says it
 stall_after_s = 1.0          # a gap this long after the first audio: the fallback says the rest
 breaker_failures = 3         # failed lines in a row (any call) that open the breaker
 breaker_cooldown_s = 60.0    # open: every line goes to the fallback this long

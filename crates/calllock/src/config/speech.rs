@@ -188,7 +188,10 @@ pub struct TtsSection {
     /// fallback says the line alone.
     pub first_audio_timeout_s: f64,
     /// The primary this late with its first audio: the fallback is asked
-    /// too, and whichever voice speaks first says the line.
+    /// too, and whichever voice speaks first says the line. 0.5 s keeps a
+    /// stalled first sentence inside the 1.5 s dead-air budget (issue 24):
+    /// endpointing 0.5 s + the LLM's first words ~0.4 s + this + the
+    /// fallback's first audio.
     pub hedge_after_s: f64,
     /// A gap this long in the primary's audio after it started: the
     /// fallback says the rest of the line.
@@ -203,7 +206,7 @@ impl Default for TtsSection {
     fn default() -> Self {
         TtsSection {
             first_audio_timeout_s: 5.0,
-            hedge_after_s: 0.8,
+            hedge_after_s: 0.5,
             stall_after_s: 1.0,
             breaker_failures: 3,
             breaker_cooldown_s: 60.0,

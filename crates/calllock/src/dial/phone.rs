@@ -126,12 +126,12 @@ pub struct PhoneLog {
     /// From the end of each caller line (its last frame sent) to the next
     /// agent audio.
     pub reply_latencies: Vec<Duration>,
-    /// For each caller line the agent answered, the longest silence the
-    /// caller sat through before saying more: the wait from the line's
-    /// end to the first agent audio, or a pause inside the agent's answer
-    /// (in playback time: from when its audio stopped playing to when more
-    /// of it played, the caller silent all the while). The dead air of
-    /// that turn.
+    /// For each caller line, the longest silence the caller sat through
+    /// before saying more, in playback time (what the phone played, not
+    /// when it arrived): the wait from the line's end to the agent's first
+    /// audio, or a pause inside the answer, both sides quiet all the while.
+    /// A line the agent never answered before the caller's next one counts
+    /// its whole wait (a lower bound). The dead air of that turn.
     pub turn_dead_air: Vec<Duration>,
     /// Both sides of the call, when asked for ([`Connect::record`]).
     pub recording: Option<Recording>,
@@ -356,10 +356,8 @@ async fn run(
     // (first arrival of the stretch, messages in it, last arrival)
     let mut stretch: Option<(Instant, u32, Instant)> = None;
     let mut caller_done_at: Option<Instant> = None;
-    // The dead air of the turn answering the last caller line (once its
-    // reply began), and when the agent's audio last stopped playing.
-    let mut turn_air: Option<Duration> = None;
-    let mut quiet_at: Option<Instant> = None;
+    // The turn answering the last caller line, measured in playback time.
+    let mut turn: Option<TurnAir> = None;
     let mut tick = tokio::time::interval(Duration::from_millis(20));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Burst);
     // Local speech: the agent audio of the current stretch, and the
@@ -409,11 +407,10 @@ async fn run(
                 // The caller's next 20 ms.
                 let frame = match caller.pop_front() {
                     Some(f) => {
-                        // A silence of the agent's while the caller talks
-                        // is no dead air.
-                        quiet_at = None;
                         if caller.is_empty() {
+                            // The line ends with this frame: its turn begins.
                             caller_done_at = Some(Instant::now());
+                            turn = Some(TurnAir::default());
                         }
                         f
                     }
@@ -433,12 +430,11 @@ async fn run(
                 }
                 log.marks_echoed += marks.len();
                 let mut pcm = Vec::with_capacity(FRAME);
+                if let Some(t) = turn.as_mut() {
+                    t.tick(played.is_some(), caller.is_empty(), Instant::now());
+                }
                 match played {
                     Some(bytes) => {
-                        if let (Some(q), Some(air)) = (quiet_at.take(), turn_air.as_mut()) {
-                            // A pause inside the answer, the caller silent.
-                            *air = (*air).max(q.elapsed());
-                        }
                         audio::mulaw::decode(&bytes, &mut pcm);
                         if ear.is_some() {
                             if !playing {
@@ -454,7 +450,6 @@ async fn run(
                     }
                     None if playing => {
                         playing = false;
-                        quiet_at = caller.is_empty().then(Instant::now);
                         submit(&mut stretch_audio, stretch_at, &mut transcribing);
                         let _ = events.send(PhoneEvent::AgentQuiet);
                     }
@@ -483,7 +478,6 @@ async fn run(
                                 let now = Instant::now();
                                 if let Some(t) = caller_done_at.take() {
                                     log.reply_latencies.push(now - t);
-                                    turn_air = Some(now - t);
                                 }
                                 stretch = match stretch {
                                     Some((first, n, last))
@@ -533,9 +527,9 @@ async fn run(
             }
             cmd = cmds.recv() => match cmd {
                 Some(cmd @ (Cmd::Say(_) | Cmd::Audio(_))) => {
-                    // A new caller line: the last turn's dead air is known.
-                    log.turn_dead_air.extend(turn_air.take());
-                    quiet_at = None;
+                    // A new caller line: the last turn's dead air is known
+                    // (a turn never answered counts its whole wait).
+                    log.turn_dead_air.extend(turn.take().map(|t| t.dead_air(Instant::now())));
                     match cmd {
                         Cmd::Say(text) => caller.extend(speech_frames(&text, c.chars_per_second)),
                         Cmd::Audio(ulaw) => caller.extend(ulaw_frames(&ulaw)),
@@ -569,7 +563,10 @@ async fn run(
             }
         }
     }
-    log.turn_dead_air.extend(turn_air.take());
+    // The last turn, if it was answered before the line closed (one cut
+    // off by the hang-up is not the agent's silence).
+    log.turn_dead_air
+        .extend(turn.filter(|t| t.answered).map(|t| t.air));
     // What played last is transcribed too; wait for what is under way.
     submit(&mut stretch_audio, stretch_at, &mut transcribing);
     let deadline = Instant::now() + TRANSCRIBE_WAIT;
@@ -622,6 +619,47 @@ fn ulaw_frames(ulaw: &[u8]) -> Vec<Vec<u8>> {
 
 /// Play 20 ms from the playout buffer: the audio played (if any) and the
 /// marks whose audio has now all played.
+/// The dead air of one turn, in playback time: from the end of a caller
+/// line until the caller's next line, the longest stretch in which neither
+/// side was heard and which the agent's audio ended. A turn the agent never
+/// answered counts its whole wait, a lower bound of the dead air.
+#[derive(Debug, Default)]
+struct TurnAir {
+    /// The longest silence so far that agent audio ended.
+    air: Duration,
+    /// Agent audio has played since the caller's line ended.
+    answered: bool,
+    /// When the current silence began (both sides quiet).
+    quiet_since: Option<Instant>,
+}
+
+impl TurnAir {
+    /// One 20 ms tick of the call: did the agent's audio play, is the
+    /// caller silent.
+    fn tick(&mut self, agent_played: bool, caller_silent: bool, now: Instant) {
+        if agent_played {
+            if let Some(q) = self.quiet_since.take() {
+                self.air = self.air.max(now - q);
+            }
+            self.answered = true;
+        } else if !caller_silent {
+            // The caller talks again: no silence of the agent's.
+            self.quiet_since = None;
+        } else if self.quiet_since.is_none() {
+            self.quiet_since = Some(now);
+        }
+    }
+
+    /// The turn's dead air when the caller's next line begins at `now`.
+    fn dead_air(&self, now: Instant) -> Duration {
+        if self.answered {
+            self.air
+        } else {
+            self.quiet_since.map_or(self.air, |q| now - q).max(self.air)
+        }
+    }
+}
+
 fn play(playout: &mut VecDeque<Item>) -> (Option<Vec<u8>>, Vec<String>) {
     let mut marks = Vec::new();
     let mut frame: Vec<u8> = Vec::new();

@@ -645,6 +645,8 @@ impl Stage for ConversationStage {
                     self.append(Event::SpeechStarted { msg_id: MsgId(id) });
                     let o = self.accountant.played(MsgId(id), Duration::ZERO);
                     self.outcomes(o, ctx);
+                    // A new line is audible: the turn's filler is not needed.
+                    self.feed(Input::ReplyStarted, ctx);
                     self.feed(Input::BotSpeaking, ctx);
                 }
                 ControlFrame::UtteranceProgress { id, played } => {

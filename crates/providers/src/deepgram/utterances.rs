@@ -11,7 +11,7 @@
 //! answer ends it — or, since an answer is not guaranteed, a bounded wait.
 //!
 //! [`Utterances`] applies those rules: each utterance is emitted once,
-//! never empty; interim text (the finals so far plus the current interim
+//! empty only as the answer to a `Finalize` over a stretch with no words; interim text (the finals so far plus the current interim
 //! span) goes out as [`Heard::Interim`] for barge-in decisions only.
 //! Segment times are per socket; after a reconnect the client passes the
 //! call-clock offset of the new socket's first audio, and final segments
@@ -26,7 +26,11 @@ use tokio::time::Instant;
 pub enum Heard {
     /// The utterance so far (may still change): for barge-in only.
     Interim(String),
-    /// One whole caller utterance (never empty, never repeated).
+    /// One whole caller utterance (never repeated). Empty when Deepgram
+    /// answered our `Finalize` and the stretch of speech our VAD heard
+    /// held no words (a cough, a breath): the caller's turn is over and
+    /// nothing is owed for it. A `Finalize` that gets no answer at all
+    /// says nothing (words may still come after a reconnect).
     Final(String),
     /// Deepgram's VAD heard speech start.
     SpeechStarted,
@@ -149,8 +153,13 @@ impl Utterances {
         }
         let answered = seg.from_finalize && self.finalize_by.is_some();
         if seg.speech_final || answered {
-            self.finalize_by = None;
-            out.extend(self.take(false));
+            let asked = self.finalize_by.take().is_some();
+            match self.take(false) {
+                Some(h) => out.push(h),
+                // Deepgram finished the stretch we asked about: no words.
+                None if asked => out.push(Heard::Final(String::new())),
+                None => {}
+            }
         } else if !replayed && !seg.transcript.is_empty() {
             out.push(Heard::Interim(self.so_far()));
         }
@@ -291,7 +300,22 @@ mod tests {
         );
         assert_eq!(u.on_deadline(t0 + Duration::from_secs(1)), None);
         // A late speech_final with nothing new emits nothing.
-        assert!(finals(u.on_message(&seg("", 2.0, 0.5, true, true), 0.0)).is_empty());
+        assert!(u.on_message(&seg("", 2.0, 0.5, true, true), 0.0).is_empty());
+        // A cough: our VAD heard a stretch, Deepgram's answer has no
+        // words. The stretch is over; nothing is owed for it.
+        u.finalize_sent(t0);
+        let nothing = ServerMessage::Results(Segment {
+            transcript: String::new(),
+            is_final: true,
+            speech_final: false,
+            from_finalize: true,
+            start: 3.0,
+            duration: 0.6,
+        });
+        assert_eq!(u.on_message(&nothing, 0.0), [Heard::Final(String::new())]);
+        assert_eq!(u.deadline(), None);
+        // Unasked, an empty result is no utterance.
+        assert!(u.on_message(&nothing, 0.0).is_empty());
     }
 
     #[test]
