@@ -1552,6 +1552,23 @@ mod tests {
         })
     }
 
+    /// An engine at the problem question with this configuration.
+    fn discovery_with_filler(config: EngineConfig) -> Engine<StateMachine> {
+        let session = Session {
+            state: State::Discovery,
+            ..Session::new("+15125551234")
+        };
+        Engine::new(session, BusinessProfile::default(), config)
+    }
+
+    /// The recogniser's final words.
+    fn final_words(text: &str) -> Input {
+        Input::Transcript {
+            text: text.into(),
+            is_final: true,
+        }
+    }
+
     /// Issue 24: a late reply is preceded by a filler, never the same one
     /// twice in a row; a reply that has begun gets none.
     #[test]
@@ -1560,15 +1577,8 @@ mod tests {
             filler_after_s: 1.0,
             ..EngineConfig::default()
         };
-        let session = Session {
-            state: State::Discovery,
-            ..Session::new("+15125551234")
-        };
-        let mut e = Engine::new(session, BusinessProfile::default(), config);
-        let said = |text: &str| Input::Transcript {
-            text: text.into(),
-            is_final: true,
-        };
+        let mut e = discovery_with_filler(config);
+        let said = final_words;
         let mut fillers = Vec::new();
         for (i, line) in ["my name is Dana Fields", "it's blowing warm air", "yes"]
             .iter()
@@ -1644,19 +1654,11 @@ mod tests {
     /// came back later than the wait get the filler at once.
     #[test]
     fn the_filler_counts_from_the_end_of_the_callers_speech() {
-        let config = EngineConfig {
+        let mut e = discovery_with_filler(EngineConfig {
             filler_after_s: 0.7,
             ..EngineConfig::default()
-        };
-        let session = Session {
-            state: State::Discovery,
-            ..Session::new("+15125551234")
-        };
-        let mut e = Engine::new(session, BusinessProfile::default(), config);
-        let said = |text: &str| Input::Transcript {
-            text: text.into(),
-            is_final: true,
-        };
+        });
+        let said = final_words;
         e.handle(Input::CallerSpeaking, 0.0);
         e.handle(Input::CallerStopped, 2.0);
         let fx = e.handle(said("my name is Dana Fields"), 2.3);
