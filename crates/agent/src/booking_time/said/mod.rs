@@ -614,10 +614,12 @@ fn not_a_clock(toks: &[W<'_>], i: usize, used: usize) -> bool {
     }) {
         return true;
     }
-    after
-        .iter()
-        .take(3)
-        .any(|w| STREET_WORDS.contains(&w.as_str()))
+    after.iter().take(3).any(|w| is_street_word(w.as_str()))
+}
+
+/// A street type ("Drive", "Blvd") or a word of a street's name ("Oak").
+fn is_street_word(w: &str) -> bool {
+    crate::extract::STREET_SUFFIXES.contains(&w) || STREET_NAME_WORDS.contains(&w)
 }
 
 /// The clock time named in a clause.

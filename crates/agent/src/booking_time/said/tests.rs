@@ -328,7 +328,7 @@ fn every_phrase_has_a_trigger() {
 /// Every word the rules look at (the tables and the words written in
 /// the code), a few spellings and common filler.
 fn vocabulary() -> Vec<&'static str> {
-    let lists: [&[&str]; 20] = [
+    let lists: [&[&str]; 21] = [
         SPLITTERS,
         PAST_VERBS,
         WISH_AFTER_WAS,
@@ -342,7 +342,8 @@ fn vocabulary() -> Vec<&'static str> {
         AFTER_WHAT,
         ORDINALS,
         NOT_CLOCK_BEFORE,
-        STREET_WORDS,
+        STREET_NAME_WORDS,
+        crate::extract::STREET_SUFFIXES,
         ADDRESS_CLAUSE,
         COUNT_NOUNS,
         CLOCK_CUES,
