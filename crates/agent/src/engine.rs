@@ -283,7 +283,7 @@ pub struct Engine<P: Policy = StateMachine> {
     /// Fillers said this call (the next one's words).
     fillers: u8,
     /// Since when the line has been quiet for the caller: their speech
-    /// stopped (or, if later, the agent's last line stopped playing). The
+    /// stopped (or, if later, the agent was last heard). The
     /// dead-air budget counts from here, not from when the words came back
     /// from the recogniser. None while the caller speaks.
     quiet_since: Option<f64>,
@@ -483,9 +483,14 @@ impl<P: Policy> Engine<P> {
                 }
             }
             Input::BotSpeaking => {
-                // Not the filler's business: a line from before the turn
-                // (the greeting, say) may still be playing out; only a new
+                // The line is not quiet while the agent is heard: a caller
+                // who stopped speaking waits from the agent's last audio.
+                // The filler stays armed (a line from before the turn, the
+                // greeting say, may still be playing out): only a new
                 // line's first audio ([`Input::ReplyStarted`]) disarms it.
+                if self.quiet_since.is_some() {
+                    self.quiet_since = Some(now);
+                }
                 if let Some(h) = self.hangup.as_mut() {
                     if h.grace_at.is_none() && !self.ended {
                         h.ceiling_at = now + self.config.end_call_max_wait_s;
@@ -1683,6 +1688,15 @@ mod tests {
             ),
             "{fx:?}"
         );
+        e.handle(Input::ContextMessage(ChatMessage::assistant("Okay.")), 8.0);
+        e.handle(Input::CaptureAgentResponses, 8.0);
+        // The agent is still heard after the caller stopped (an earlier
+        // line playing out): the wait counts from its last audio.
+        e.handle(Input::CallerSpeaking, 10.0);
+        e.handle(Input::CallerStopped, 11.0);
+        e.handle(Input::BotSpeaking, 11.5);
+        let fx = e.handle(said("yes"), 11.6);
+        assert_eq!(filler_timer(&fx), Some(11.5 + 0.7), "{fx:?}");
     }
 
     #[test]
