@@ -357,3 +357,34 @@ async fn a_caller_hanging_up_mid_line_has_only_what_played_in_the_record() {
     assert_eq!(entry["interrupted"], true, "{entry}");
     s.server.stop().await;
 }
+
+/// A caller who hangs up the moment the greeting's last audio arrives —
+/// before its end has played — never heard its end: the agent sends audio
+/// a little ahead of playback, so its last frame going out proves nothing.
+/// The record holds the greeting as far as the echoes prove, marked as
+/// cut, never whole.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_caller_hanging_up_before_the_line_has_played_out_is_not_said_to_have_heard_it_all() {
+    let s = serve_with(|_| {}).await;
+    // How long the greeting is: a caller who hears it whole.
+    let mut c = Caller::call(&s.dial("+15125559876")).await;
+    c.agent_turn().await;
+    c.phone.as_ref().unwrap().hang_up();
+    let whole = c.finish().await.agent_audio_ms;
+    assert!(whole > 0, "the greeting was heard");
+    // The next caller hangs up as the greeting's last frame arrives.
+    let c = Caller::call(&s.dial("+15125550142")).await;
+    let sid = c.sid();
+    c.phone.as_ref().unwrap().hang_up_on_agent_audio(whole);
+    let log = c.finish().await;
+    assert!(log.caller_hung_up);
+    assert_eq!(log.agent_audio_ms, whole, "all of the greeting arrived");
+    let rec = s.record(&sid).await;
+    let (heard, recorded, entry) = greeting_heard_and_recorded(&log, &rec);
+    assert!(
+        heard.starts_with(&recorded),
+        "heard {heard:?}, recorded {entry}"
+    );
+    assert_eq!(entry["interrupted"], true, "its end never played: {entry}");
+    s.server.stop().await;
+}

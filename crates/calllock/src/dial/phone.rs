@@ -173,6 +173,8 @@ enum Cmd {
     Audio(Vec<u8>),
     Raw(String),
     HangUp,
+    /// Hang up once this much agent audio (ms, in all) has arrived.
+    HangUpOnAgentAudio(u64),
     Drop,
 }
 
@@ -269,6 +271,13 @@ impl Phone {
     /// The caller hangs up: `stop`, then the socket closes.
     pub fn hang_up(&self) {
         let _ = self.cmd.send(Cmd::HangUp);
+    }
+
+    /// The caller hangs up the moment `ms` of agent audio (in all, since
+    /// the call began) has arrived — before it has played, so the end of
+    /// what arrived last is never heard and its marks never echoed.
+    pub fn hang_up_on_agent_audio(&self, ms: u64) {
+        let _ = self.cmd.send(Cmd::HangUpOnAgentAudio(ms));
     }
 
     /// The line drops: the socket closes with no `stop`.
@@ -400,8 +409,10 @@ async fn run(
         json!({"event": "mark", "sequenceNumber": "0", "streamSid": stream_sid, "mark": {"name": name}})
             .to_string()
     };
+    let mut hang_up_at: Option<u64> = None;
     loop {
         let mut out: Vec<String> = Vec::new();
+        let mut hang_up = false;
         tokio::select! {
             _ = tick.tick() => {
                 // The caller's next 20 ms.
@@ -494,6 +505,7 @@ async fn run(
                                 };
                                 log.agent_audio_ms += bytes.len() as u64 / 8;
                                 playout.push_back(Item::Audio(bytes));
+                                hang_up = hang_up_at.is_some_and(|at| log.agent_audio_ms >= at);
                             }
                             Err(_) => log.bad_messages += 1,
                         }
@@ -537,24 +549,26 @@ async fn run(
                     }
                 }
                 Some(Cmd::Raw(text)) => out.push(text),
-                Some(Cmd::HangUp) | None => {
-                    let stop = json!({
-                        "event": "stop",
-                        "sequenceNumber": seq.to_string(),
-                        "streamSid": stream_sid,
-                        "stop": {"accountSid": c.account_sid, "callSid": c.call_sid},
-                    });
-                    let _ = tx.send(Message::Text(stop.to_string().into())).await;
-                    let _ = tx.close().await;
-                    log.caller_hung_up = true;
-                    break;
-                }
+                Some(Cmd::HangUp) | None => hang_up = true,
+                Some(Cmd::HangUpOnAgentAudio(ms)) => hang_up_at = Some(ms),
                 Some(Cmd::Drop) => {
                     // No `stop`, no close handshake: the TCP connection just goes.
                     log.caller_hung_up = true;
                     break;
                 }
             },
+        }
+        if hang_up {
+            let stop = json!({
+                "event": "stop",
+                "sequenceNumber": seq.to_string(),
+                "streamSid": stream_sid,
+                "stop": {"accountSid": c.account_sid, "callSid": c.call_sid},
+            });
+            let _ = tx.send(Message::Text(stop.to_string().into())).await;
+            let _ = tx.close().await;
+            log.caller_hung_up = true;
+            break;
         }
         for m in out {
             if tx.send(Message::Text(m.into())).await.is_err() {

@@ -310,7 +310,13 @@ impl Call {
                 playout: Some(super::playout::handle()),
                 played_proof: Some({
                     let l = self.ledger.clone();
-                    Arc::new(move |id| Duration::from_millis(ledger(&l).heard_ms(id)))
+                    Arc::new(move |id| {
+                        let l = ledger(&l);
+                        crate::voice_call::Played {
+                            heard: Duration::from_millis(l.heard_ms(id)),
+                            whole: l.heard_whole(id),
+                        }
+                    })
                 }),
             },
             sink,

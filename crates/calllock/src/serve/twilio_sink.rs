@@ -175,6 +175,10 @@ impl AudioSink for TwilioSink {
     fn heard(&self, id: UtteranceId) -> Option<Duration> {
         Some(Duration::from_millis(ledger(&self.ledger).heard_ms(id)))
     }
+
+    fn heard_to_the_end(&self, id: UtteranceId) -> Option<bool> {
+        Some(ledger(&self.ledger).heard_whole(id))
+    }
 }
 
 #[cfg(test)]

@@ -56,7 +56,7 @@ use crate::latency::{ReplyKind, TurnLatency};
 use journal::VoiceJournal;
 use latency::{TurnClocks, Wait};
 pub use llm::{Pacing, ResponderLlm};
-pub use parts::{start_call, CallParts, PlayedProof, RunningCall, OUTPUT_RATE};
+pub use parts::{start_call, CallParts, Played, PlayedProof, RunningCall, OUTPUT_RATE};
 
 /// What the conversation stage leaves behind when the call ends.
 #[derive(Debug, Clone)]
@@ -523,16 +523,22 @@ impl ConversationStage {
     }
 
     fn finish(&mut self, ctx: &mut Ctx<'_>) {
-        // The player reports progress once a second; the far end may have
-        // proved more played since (a caller hanging up mid-line heard it).
+        // The player reports progress once a second, and finishes a line
+        // once the far end proves its end; the far end may have proved
+        // more played since (a caller hanging up mid-line heard it).
         if let Some(proof) = self.played_proof.take() {
             let ids: Vec<MsgId> = self.accountant.active().collect();
             for id in ids {
-                let heard = proof(id.0);
-                if !heard.is_zero() {
-                    let o = self.accountant.played(id, heard);
-                    self.outcomes(o, ctx);
-                }
+                let proved = proof(id.0);
+                let o = if proved.whole {
+                    // Its last frame played before the line went quiet.
+                    self.accountant.finished(id)
+                } else if !proved.heard.is_zero() {
+                    self.accountant.played(id, proved.heard)
+                } else {
+                    continue;
+                };
+                self.outcomes(o, ctx);
             }
         }
         let outcomes = self.accountant.interrupt();

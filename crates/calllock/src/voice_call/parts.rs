@@ -38,8 +38,17 @@ pub struct CallParts<D, S> {
     pub played_proof: Option<PlayedProof>,
 }
 
-/// How much of utterance `id` the far end proved it played.
-pub type PlayedProof = Arc<dyn Fn(voice::frames::UtteranceId) -> Duration + Send + Sync>;
+/// What the far end proved it played of utterance `id`.
+pub type PlayedProof = Arc<dyn Fn(voice::frames::UtteranceId) -> Played + Send + Sync>;
+
+/// What the far end proved it played of one utterance.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Played {
+    /// How much of its audio.
+    pub heard: Duration,
+    /// All of it, to its last frame.
+    pub whole: bool,
+}
 
 /// A running voice call.
 pub struct RunningCall<K> {

@@ -14,7 +14,9 @@
 //!   as not played: their echoes, when they come, change nothing.
 //!
 //! What the caller heard — for the accountant, the transcript and the next
-//! LLM request — is [`MarkLedger::heard_ms`], never what was sent.
+//! LLM request — is [`MarkLedger::heard_ms`], never what was sent; only
+//! the echo of an utterance's last mark proves all of it played
+//! ([`MarkLedger::heard_whole`]).
 
 use std::collections::VecDeque;
 
@@ -27,6 +29,8 @@ struct Pending {
     offset_ms: u64,
     /// Sent before a `clear`: its echo means "cleared", not "played".
     cleared: bool,
+    /// The utterance's last mark: its echo proves all of it played.
+    last: bool,
 }
 
 /// The ledger of one stream.
@@ -37,8 +41,17 @@ pub struct MarkLedger {
     next_id: u64,
     /// Per utterance: audio sent so far, audio at the last mark.
     sending: Option<(u64, u64, u64)>,
-    /// Per utterance, how much was heard (ms), most recent first, bounded.
-    heard: VecDeque<(u64, u64)>,
+    /// Per utterance, most recent first, bounded: how much was heard (ms),
+    /// and whether its last mark echoed (all of it was heard).
+    heard: VecDeque<Heard>,
+}
+
+/// What the echoes proved of one utterance.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Heard {
+    utterance: u64,
+    ms: u64,
+    whole: bool,
 }
 
 /// A mark to send now.
@@ -80,6 +93,7 @@ impl MarkLedger {
             utterance,
             offset_ms: sent,
             cleared: false,
+            last,
         });
         Some(MarkDue { name })
     }
@@ -91,14 +105,12 @@ impl MarkLedger {
         // Echoes come in send order; anything before `name` was echoed too.
         let pos = self.pending.iter().position(|p| p.name == name)?;
         let mut played = None;
-        for p in self.pending.drain(..=pos) {
-            if !p.cleared {
-                played = Some((p.utterance, p.offset_ms));
-            }
+        let echoed: Vec<Pending> = self.pending.drain(..=pos).collect();
+        for p in echoed.into_iter().filter(|p| !p.cleared) {
+            self.record_heard(p.utterance, p.offset_ms, p.last);
+            played = Some((p.utterance, p.offset_ms));
         }
-        let (u, ms) = played?;
-        self.record_heard(u, ms);
-        Some((u, ms))
+        played
     }
 
     /// We are sending `clear` (barge-in): every pending mark is now "not
@@ -114,10 +126,13 @@ impl MarkLedger {
 
     /// Audio of `utterance` the caller has heard, by the echoes (ms).
     pub fn heard_ms(&self, utterance: u64) -> u64 {
-        self.heard
-            .iter()
-            .find(|(u, _)| *u == utterance)
-            .map_or(0, |(_, ms)| *ms)
+        self.find(utterance).map_or(0, |h| h.ms)
+    }
+
+    /// The echo of `utterance`'s last mark came back before any `clear`:
+    /// the caller heard all of it, to its last frame.
+    pub fn heard_whole(&self, utterance: u64) -> bool {
+        self.find(utterance).is_some_and(|h| h.whole)
     }
 
     /// Marks sent and not echoed yet.
@@ -125,11 +140,22 @@ impl MarkLedger {
         self.pending.len()
     }
 
-    fn record_heard(&mut self, utterance: u64, ms: u64) {
-        match self.heard.iter_mut().find(|(u, _)| *u == utterance) {
-            Some(h) => h.1 = h.1.max(ms),
+    fn find(&self, utterance: u64) -> Option<&Heard> {
+        self.heard.iter().find(|h| h.utterance == utterance)
+    }
+
+    fn record_heard(&mut self, utterance: u64, ms: u64, last: bool) {
+        match self.heard.iter_mut().find(|h| h.utterance == utterance) {
+            Some(h) => {
+                h.ms = h.ms.max(ms);
+                h.whole |= last;
+            }
             None => {
-                self.heard.push_front((utterance, ms));
+                self.heard.push_front(Heard {
+                    utterance,
+                    ms,
+                    whole: last,
+                });
                 self.heard.truncate(16);
             }
         }
@@ -173,6 +199,12 @@ mod tests {
             "earlier marks echo first"
         );
         assert_eq!(l.heard_ms(1), 600);
+        assert!(!l.heard_whole(1), "its last mark has not come back");
+        assert_eq!(l.echo(&marks[4]), Some((1, 1000)));
+        assert!(
+            l.heard_whole(1),
+            "the last mark's echo proves it all played"
+        );
         assert_eq!(l.echo("nonsense"), None);
         assert_eq!(l.echo(&marks[0]), None, "an echo twice changes nothing");
     }
@@ -188,6 +220,7 @@ mod tests {
             assert_eq!(l.echo(m), None, "{m} was cleared, not played");
         }
         assert_eq!(l.heard_ms(1), 400, "the transcript keeps only 400 ms");
+        assert!(!l.heard_whole(1), "a cleared last mark proves nothing");
         assert_eq!(l.pending(), 0);
         // The next utterance starts afresh.
         let next = send(&mut l, 2, 200);

@@ -14,6 +14,17 @@
 //! ([`ControlFrame::PlaybackInterrupted`]) — the conversation turns that
 //! into what the caller heard.
 //!
+//! An utterance is finished ([`ControlFrame::UtteranceFinished`]) when the
+//! far end proves it played to its end ([`AudioSink::heard_to_the_end`]),
+//! not when its last frame is sent: audio goes out a little ahead of
+//! playback, and a caller who hangs up in that moment did not hear the
+//! end. Until then the utterance is *parked*: the bot is still speaking,
+//! a barge-in cuts it as far as the far end confirmed, and a call that
+//! ends settles it by the same proof. A far end that never confirms
+//! costs [`ECHO_GRACE`] after the audio's end, then the player trusts its
+//! own clock. The next utterance's first frame ends the wait: what was
+//! queued before it has been played.
+//!
 //! When an utterance's first frame goes to the sink, the player reports
 //! [`Milestone::FirstOutbound`] upstream (see [`crate::latency`]); a
 //! transport that learns when the far end *played* it reports
@@ -47,6 +58,12 @@ pub trait AudioSink: Send + 'static {
     fn heard(&self, _id: UtteranceId) -> Option<Duration> {
         None
     }
+    /// Whether the far end confirmed it played utterance `id` to its last
+    /// frame (Twilio: the echo of its last mark). `None`: the sink cannot
+    /// know, and the utterance is finished once its last frame is sent.
+    fn heard_to_the_end(&self, _id: UtteranceId) -> Option<bool> {
+        None
+    }
 }
 
 /// The last stage: agent audio and utterance ends go to the player; frames
@@ -73,6 +90,21 @@ impl Stage for OutputStage {
 /// Frames of agent audio the output queue holds: 25 × 20 ms = 0.5 s.
 pub const OUTPUT_QUEUE_FRAMES: usize = 25;
 
+/// How long past the end of an utterance's audio (at the far end) the
+/// player waits for the far end to confirm it played, before it trusts
+/// its own clock.
+pub const ECHO_GRACE: Duration = Duration::from_millis(500);
+
+/// An utterance whose audio was all sent and whose end the far end has
+/// not confirmed yet.
+#[derive(Debug, Clone, Copy)]
+struct Parked {
+    id: UtteranceId,
+    sent: Duration,
+    /// When to stop waiting for the confirmation.
+    until: Instant,
+}
+
 struct Current {
     id: UtteranceId,
     epoch: Epoch,
@@ -91,6 +123,7 @@ pub struct Player<S> {
     frame: Duration,
     cur: Option<Current>,
     playing: Option<(UtteranceId, Duration)>,
+    parked: Option<Parked>,
     speaking: bool,
     next_tick: Instant,
     /// Played time of the current utterance at its last progress report.
@@ -124,6 +157,7 @@ impl<S: AudioSink> Player<S> {
             frame: Duration::from_millis(20),
             cur: None,
             playing: None,
+            parked: None,
             speaking: false,
             next_tick: Instant::now(),
             reported: Duration::ZERO,
@@ -162,12 +196,18 @@ impl<S: AudioSink> Player<S> {
     }
 
     fn interrupt(&mut self, epoch: Epoch) {
+        // A line whose end the far end has just confirmed was not cut.
+        self.settle(false);
         self.rx.purge_stale(|f| f.is_stale(epoch));
         if self.cur.as_ref().is_some_and(|c| c.epoch < epoch) {
             self.cur = None;
         }
         self.sink.clear();
-        let (id, played) = match self.playing.take() {
+        let cut = self
+            .playing
+            .take()
+            .or(self.parked.take().map(|p| (p.id, p.sent)));
+        let (id, played) = match cut {
             Some((id, played)) => (Some(id), self.confirmed(id, played)),
             None => (None, Duration::ZERO),
         };
@@ -184,6 +224,21 @@ impl<S: AudioSink> Player<S> {
         self.sink.heard(id).map_or(sent, |h| h.min(sent))
     }
 
+    /// Finish the parked utterance once the far end confirmed its end, its
+    /// wait ran out, or `now` (the next utterance is starting).
+    fn settle(&mut self, now: bool) {
+        let Some(p) = self.parked else { return };
+        let confirmed = self.sink.heard_to_the_end(p.id).unwrap_or(true);
+        if !(confirmed || now || Instant::now() >= p.until) {
+            return;
+        }
+        if !confirmed && !now {
+            tracing::debug!(id = p.id, "the far end never confirmed the end of a line");
+        }
+        self.parked = None;
+        self.up(ControlFrame::UtteranceFinished { id: p.id });
+    }
+
     /// Returns false when the queue ended.
     fn take(&mut self, frame: Frame) -> bool {
         if frame.is_stale(self.scope.epoch()) {
@@ -193,6 +248,7 @@ impl<S: AudioSink> Player<S> {
             Frame::Data(d) => match d.data {
                 Data::OutputAudio { id, audio } => {
                     if self.playing.map(|p| p.0) != Some(id) {
+                        self.settle(true);
                         self.up(ControlFrame::UtteranceStarted { id });
                         self.playing = Some((id, Duration::ZERO));
                         self.reported = Duration::ZERO;
@@ -217,13 +273,25 @@ impl<S: AudioSink> Player<S> {
                 Data::SpeakEnd { id } => {
                     self.sink.utterance_end(id);
                     match self.playing {
-                        Some((pid, played)) if pid == id => {
+                        Some((pid, sent)) if pid == id => {
+                            let played = self.confirmed(id, sent);
                             self.up(ControlFrame::UtteranceProgress { id, played });
                             self.playing = None;
+                            // Wait for the far end to play it to its end.
+                            self.parked = Some(Parked {
+                                id,
+                                sent,
+                                until: self.next_tick + self.lead + ECHO_GRACE,
+                            });
+                            self.settle(false);
                         }
-                        _ => self.up(ControlFrame::UtteranceStarted { id }),
+                        _ => {
+                            // Nothing of it was played: nothing to confirm.
+                            self.settle(true);
+                            self.up(ControlFrame::UtteranceStarted { id });
+                            self.up(ControlFrame::UtteranceFinished { id });
+                        }
                     }
-                    self.up(ControlFrame::UtteranceFinished { id });
                 }
                 _ => {}
             },
@@ -304,9 +372,11 @@ impl<S: AudioSink> Player<S> {
                 }
                 continue;
             }
-            // Idle: wait for audio; while speaking, the last frame's end
-            // (next tick) is when the bot stops speaking.
-            let speaking = self.speaking;
+            // Idle: wait for audio; while a line waits for the far end's
+            // confirmation, look again every frame; else, while speaking,
+            // the last frame's end (next tick) is when the bot stops.
+            let parked = self.parked.is_some();
+            let speaking = self.speaking && !parked;
             let until = self.next_tick;
             tokio::select! {
                 biased;
@@ -317,6 +387,7 @@ impl<S: AudioSink> Player<S> {
                     None => break,
                 },
                 _ = tokio::time::sleep_until(until), if speaking => self.stop_speaking(),
+                _ = tokio::time::sleep(self.frame), if parked => self.settle(false),
             }
         }
         self.stop_speaking();
@@ -393,5 +464,116 @@ mod tests {
         let sum = stats.summary();
         assert_eq!(sum.frames, 75);
         assert_eq!(sum.late_20ms, 0, "the lead is not lateness: {sum:?}");
+    }
+
+    /// A far end whose confirmations the test gives: how much of any
+    /// utterance played, and whether to its end.
+    #[derive(Clone, Default)]
+    struct Confirming(Arc<std::sync::Mutex<(Duration, bool)>>);
+
+    impl Confirming {
+        fn confirm(&self, heard: Duration, whole: bool) {
+            *self.0.lock().unwrap() = (heard, whole);
+        }
+    }
+
+    impl AudioSink for Confirming {
+        fn play(&mut self, _: &Audio, _: UtteranceId, _: Epoch) {}
+        fn clear(&mut self) {}
+        fn heard(&self, _: UtteranceId) -> Option<Duration> {
+            Some(self.0.lock().unwrap().0)
+        }
+        fn heard_to_the_end(&self, _: UtteranceId) -> Option<bool> {
+            Some(self.0.lock().unwrap().1)
+        }
+    }
+
+    /// A player (100 ms lead) into a [`Confirming`] far end; what it sends
+    /// upstream comes out of the returned receiver.
+    fn confirming_player(
+        ms: &[(UtteranceId, u64)],
+    ) -> (Confirming, Receiver, Arc<CallScope>, crate::inbox::Sender) {
+        let (tx, rx) = inbox(200);
+        let (up_tx, up_rx) = inbox(200);
+        let scope = Arc::new(CallScope::new());
+        let sink = Confirming::default();
+        let player = Player::new(
+            sink.clone(),
+            rx,
+            up_tx.control_handle(),
+            scope.clone(),
+            Arc::new(Floor::default()),
+        )
+        .with_lead(Duration::from_millis(100));
+        for &(id, ms) in ms {
+            let audio = Audio::pcm16(vec![0u8; 16 * ms as usize], 8000);
+            tx.try_send(Frame::data(0, Data::OutputAudio { id, audio }))
+                .unwrap();
+            tx.try_send(Frame::data(0, Data::SpeakEnd { id })).unwrap();
+        }
+        tokio::spawn(player.run());
+        (sink, up_rx, scope, tx)
+    }
+
+    /// The control frames sent upstream so far, by name.
+    fn names(up: &mut Receiver) -> Vec<String> {
+        let mut out = Vec::new();
+        while let Some(f) = up.try_recv() {
+            if let Frame::Control(c) = f {
+                out.push(match c {
+                    ControlFrame::UtteranceStarted { id } => format!("started {id}"),
+                    ControlFrame::UtteranceFinished { id } => format!("finished {id}"),
+                    ControlFrame::PlaybackInterrupted { id, played } => {
+                        format!("interrupted {id:?} at {}", played.as_millis())
+                    }
+                    ControlFrame::BotStoppedSpeaking => "stopped".into(),
+                    _ => continue,
+                });
+            }
+        }
+        out
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_line_is_finished_when_the_far_end_confirms_its_end_not_when_sent() {
+        let (far, mut up, _scope, _tx) = confirming_player(&[(7, 400)]);
+        // All of it was sent 100 ms before it ends at the far end; past
+        // its end, until the far end confirms, the bot is still speaking.
+        tokio::time::sleep(Duration::from_millis(400 + 200)).await;
+        assert_eq!(names(&mut up), ["started 7"]);
+        far.confirm(Duration::from_millis(400), true);
+        tokio::time::sleep(Duration::from_millis(40)).await;
+        assert_eq!(names(&mut up), ["finished 7", "stopped"]);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_far_end_that_never_confirms_costs_the_grace_then_the_clock_is_trusted() {
+        let (_far, mut up, _scope, _tx) = confirming_player(&[(7, 400)]);
+        // Its end at the far end: 400 ms of audio, 100 ms of lead at most.
+        let end = Duration::from_millis(400 + 100);
+        tokio::time::sleep(end + ECHO_GRACE - Duration::from_millis(140)).await;
+        assert_eq!(names(&mut up), ["started 7"]);
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        assert_eq!(names(&mut up), ["finished 7", "stopped"]);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_barge_in_before_the_confirmation_cuts_the_line_where_the_far_end_was() {
+        let (far, mut up, scope, _tx) = confirming_player(&[(7, 400)]);
+        tokio::time::sleep(Duration::from_millis(360)).await;
+        far.confirm(Duration::from_millis(300), false);
+        scope.interrupt();
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        assert_eq!(
+            names(&mut up),
+            ["started 7", "interrupted Some(7) at 300", "stopped"]
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_next_line_starting_finishes_the_one_before() {
+        let (_far, mut up, _scope, _tx) = confirming_player(&[(7, 200), (8, 200)]);
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        assert_eq!(names(&mut up), ["started 7", "finished 7", "started 8"]);
     }
 }
