@@ -80,7 +80,8 @@ impl Served {
 }
 
 /// Whether `words` are just one of the agent's fillers ("One moment."),
-/// however a recogniser wrote them: the reply is still to come.
+/// however a recogniser wrote them (Whisper writes "One moment." as
+/// "1 moment"): the reply is still to come.
 pub fn only_a_filler(words: &[String]) -> bool {
     let plain = |s: &str| {
         s.chars()
@@ -88,6 +89,7 @@ pub fn only_a_filler(words: &[String]) -> bool {
             .collect::<String>()
             .to_lowercase()
             .split_whitespace()
+            .map(|w| if w == "1" { "one" } else { w })
             .collect::<Vec<_>>()
             .join(" ")
     };
