@@ -140,15 +140,19 @@ async fn the_agent_hangs_up_after_the_goodbye_played_with_one_rest_call() {
     // Jonas (demo data) has an appointment to cancel; asking for it is
     // enough (issue 23: done as soon as the lookup finds it).
     let mut c = Caller::call(&s.dial("+15125550100")).await;
+    let opened = Instant::now();
     let sid = c.sid();
     let path = twilio_rest(&fake, &sid);
     c.turn("I need to cancel my appointment").await;
     c.until_said("cancelled").await;
     c.say("No, that is all, bye");
     let last = c.agent_turn().await;
+    // The line's last sound: the goodbye's last frame played.
+    let played_out = c.quiet_since;
     let log = c.finish().await;
     assert!(!log.caller_hung_up);
     let rec = s.record(&sid).await;
+    lasted_as_long_as_the_line(&rec, played_out - opened);
     // The goodbye was heard to its last word before the line was cut.
     let transcript = lines(&rec.transcript);
     let (_, goodbye) = transcript.iter().rev().find(|(r, _)| r == "agent").unwrap();
@@ -175,12 +179,14 @@ async fn the_caller_hanging_up_mid_sentence_or_dropping_leaves_one_complete_reco
     let s = serve_with(|_| {}).await;
     for drop_line in [false, true] {
         let mut c = Caller::call(&s.dial("+15125550123")).await;
+        let opened = Instant::now();
         let sid = c.sid();
         c.turn("Hi, my furnace is making a loud banging noise")
             .await;
         // Hang up while the agent is speaking its answer.
         c.first_word_within(Duration::from_secs(10)).await;
         let phone = c.phone.take().unwrap();
+        let gone = Instant::now();
         if drop_line {
             phone.drop_line();
         } else {
@@ -190,6 +196,7 @@ async fn the_caller_hanging_up_mid_sentence_or_dropping_leaves_one_complete_reco
         assert!(log.caller_hung_up);
         let rec = s.record(&sid).await;
         assert_eq!(rec.record["ended_by"], "caller", "{:#}", rec.record);
+        lasted_as_long_as_the_line(&rec, gone - opened);
         let t = lines(&rec.transcript);
         assert!(
             t.iter().any(|(r, x)| r == "user" && x.contains("banging")),

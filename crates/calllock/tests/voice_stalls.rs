@@ -78,17 +78,6 @@ async fn greeted_with(behaviour: Behaviour) -> (PhoneLog, store::CallRecord, Vec
     (log, rec, asked)
 }
 
-/// The record's duration is the line's: from the stream's start to the
-/// caller's hang-up, within 0.2 s (its ends are rounded to 0.1 s).
-fn lasted_as_long_as_the_line(rec: &store::CallRecord, lasted: Duration) {
-    let duration = rec.record["duration_s"].as_f64().unwrap();
-    let lasted = lasted.as_secs_f64();
-    assert!(
-        (duration - lasted).abs() <= 0.2,
-        "the record says {duration} s, the line lasted {lasted:.2} s"
-    );
-}
-
 /// The words heard, a word said twice at a seam between voices once.
 fn words(heard: &[HeardWord]) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();

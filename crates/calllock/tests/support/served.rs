@@ -344,3 +344,15 @@ pub fn user_lines(rec: &store::CallRecord) -> Vec<String> {
         .map(|(_, t)| t)
         .collect()
 }
+
+/// The record's duration is the line's: from the stream's start to the
+/// last sound on it (the caller's hang-up, or the agent's last line played
+/// out), within 0.2 s (its ends are rounded to 0.1 s).
+pub fn lasted_as_long_as_the_line(rec: &store::CallRecord, lasted: Duration) {
+    let duration = rec.record["duration_s"].as_f64().unwrap();
+    let lasted = lasted.as_secs_f64();
+    assert!(
+        (duration - lasted).abs() <= 0.2,
+        "the record says {duration} s, the line lasted {lasted:.2} s"
+    );
+}
