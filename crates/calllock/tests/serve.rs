@@ -147,12 +147,14 @@ async fn the_agent_hangs_up_after_the_goodbye_played_with_one_rest_call() {
     c.until_said("cancelled").await;
     c.say("No, that is all, bye");
     let last = c.agent_turn().await;
-    // The line's last sound: the goodbye's last frame played.
-    let played_out = c.quiet_since;
+    // The line ends when the agent hangs up: its goodbye played out, and
+    // the short wait after it for anything more from the caller.
+    c.until_closed().await;
+    let hung_up = Instant::now();
     let log = c.finish().await;
     assert!(!log.caller_hung_up);
     let rec = s.record(&sid).await;
-    lasted_as_long_as_the_line(&rec, played_out - opened);
+    lasted_as_long_as_the_line(&rec, hung_up - opened);
     // The goodbye was heard to its last word before the line was cut.
     let transcript = lines(&rec.transcript);
     let (_, goodbye) = transcript.iter().rev().find(|(r, _)| r == "agent").unwrap();
