@@ -1657,6 +1657,12 @@ mod tests {
     /// Issue 24: the filler's wait counts from when the caller stopped
     /// speaking, not from when the recogniser gave their words; words that
     /// came back later than the wait get the filler at once.
+    /// The LLM's reply ("Okay.") is in: the turn has its answer.
+    fn agent_answered(e: &mut Engine, at: f64) {
+        e.handle(Input::ContextMessage(ChatMessage::assistant("Okay.")), at);
+        e.handle(Input::CaptureAgentResponses, at);
+    }
+
     #[test]
     fn the_filler_counts_from_the_end_of_the_callers_speech() {
         let mut e = discovery_with_filler(EngineConfig {
@@ -1668,8 +1674,7 @@ mod tests {
         e.handle(Input::CallerStopped, 2.0);
         let fx = e.handle(said("my name is Dana Fields"), 2.3);
         assert_eq!(filler_timer(&fx), Some(2.7), "{fx:?}");
-        e.handle(Input::ContextMessage(ChatMessage::assistant("Okay.")), 3.0);
-        e.handle(Input::CaptureAgentResponses, 3.0);
+        agent_answered(&mut e, 3.0);
         e.handle(Input::BotStoppedSpeaking, 4.0);
         // A slow recogniser: the words come 1.5 s after the speech ended.
         e.handle(Input::CallerSpeaking, 5.0);
@@ -1688,8 +1693,7 @@ mod tests {
             ),
             "{fx:?}"
         );
-        e.handle(Input::ContextMessage(ChatMessage::assistant("Okay.")), 8.0);
-        e.handle(Input::CaptureAgentResponses, 8.0);
+        agent_answered(&mut e, 8.0);
         // The agent is still heard after the caller stopped (an earlier
         // line playing out): the wait counts from its last audio.
         e.handle(Input::CallerSpeaking, 10.0);

@@ -105,10 +105,14 @@ impl MarkLedger {
         // Echoes come in send order; anything before `name` was echoed too.
         let pos = self.pending.iter().position(|p| p.name == name)?;
         let mut played = None;
-        let echoed: Vec<Pending> = self.pending.drain(..=pos).collect();
-        for p in echoed.into_iter().filter(|p| !p.cleared) {
-            self.record_heard(p.utterance, p.offset_ms, p.last);
-            played = Some((p.utterance, p.offset_ms));
+        for _ in 0..=pos {
+            let Some(p) = self.pending.pop_front() else {
+                break;
+            };
+            if !p.cleared {
+                self.record_heard(p.utterance, p.offset_ms, p.last);
+                played = Some((p.utterance, p.offset_ms));
+            }
         }
         played
     }
