@@ -50,13 +50,24 @@ mod real {
         .await
     }
 
-    /// A phone sharing the server's local speech, recording both sides.
+    /// A phone with local speech of its own, recording both sides.
+    ///
+    /// Its ear is a Whisper of its own (one worker, one thread): the
+    /// caller's understanding must not queue behind the server's, nor the
+    /// server's behind the caller's, or a loaded machine would measure
+    /// the test rig. A caller who understands slowly answers late, as a
+    /// person would; the agent's idle wait is a budget for that.
     pub async fn call(s: &Served, from: &str) -> Caller {
+        assert!(
+            s.server.local_speech().is_some(),
+            "the server uses local speech"
+        );
+        let mut ear = calllock::config::Config::default();
+        ear.speech.local = "on".into();
+        ear.speech.whisper_threads = 1;
         let mut o = s.dial(from);
         o.speech = PhoneSpeech::Local(
-            s.server
-                .local_speech()
-                .expect("the server uses local speech"),
+            calllock::local_speech::LocalSpeech::start(&ear).expect("the phone's local speech"),
         );
         // Keep the recording in the phone's log (the file is `dial`'s).
         o.record = Some("unused.wav".into());
@@ -67,8 +78,7 @@ mod real {
         /// Play a recorded line once the agent's turn is over.
         pub async fn play_after_turn(&mut self, ulaw: Vec<u8>) -> String {
             let heard = self.agent_turn_long().await;
-            self.words.clear();
-            self.phone.as_ref().unwrap().play_ulaw(ulaw);
+            self.play(ulaw);
             heard
         }
 
@@ -349,7 +359,7 @@ async fn a_caller_talking_over_the_agent_stops_it_at_once() {
             assert!(Instant::now() < deadline, "no answer to the barge-in");
             c.pump(Duration::from_millis(20)).await;
         }
-        c.words.clear();
+        c.new_turn();
         c.agent_turn_long().await;
         c.phone.as_ref().unwrap().hang_up();
         c.until_closed_long().await;
@@ -433,11 +443,7 @@ async fn a_call_whose_deepgram_goes_silent_goes_on_with_whisper() {
         );
         // Line 1 again: the third stall loses Deepgram for the call, and
         // Whisper hears that very line (no second "say that again").
-        c.words.clear();
-        c.phone
-            .as_ref()
-            .unwrap()
-            .play_ulaw(clip("joe", "booking-01"));
+        c.play(clip("joe", "booking-01"));
         let answer = c.agent_turn_long().await;
         let answer = norm(&answer);
         assert!(

@@ -49,11 +49,14 @@ pub enum PhoneEvent {
     Cleared,
     /// The socket closed.
     Closed,
-    /// Agent audio started playing (local speech: its words come later).
-    AgentSpeaking,
-    /// What a stretch of agent audio said, transcribed once it played
-    /// (local speech).
-    AgentSaid(String),
+    /// A stretch of agent audio started playing (local speech: its words
+    /// come later, as [`PhoneEvent::AgentSaid`] with the same number).
+    /// Stretches are numbered from 0 in the order they play.
+    AgentSpeaking(u64),
+    /// What stretch `stretch` of agent audio said, transcribed once it
+    /// stopped playing (local speech). Every stretch gets exactly one, in
+    /// order; `text` is empty when nothing could be made of it.
+    AgentSaid { stretch: u64, text: String },
 }
 
 /// How the phone speaks the caller's lines and hears the agent.
@@ -375,18 +378,21 @@ async fn run(
         PhoneSpeech::Local(l) => l.recogniser(),
         PhoneSpeech::Codec => None,
     };
-    let (heard_tx, mut heard_rx) = mpsc::unbounded_channel::<(Duration, String)>();
-    let mut stretch_audio: Vec<i16> = Vec::new();
-    let mut stretch_at = Duration::ZERO;
+    let (heard_tx, mut heard_rx) = mpsc::unbounded_channel::<Heard>();
+    // The stretch playing now, its audio, and the transcriptions under way
+    // (answered in any order, reported in stretch order).
+    let mut open: Option<Stretch> = None;
+    let mut stretches = 0u64;
     let mut transcribing = 0usize;
-    let submit = |audio: &mut Vec<i16>, at: Duration, transcribing: &mut usize| {
-        let Some(ear) = &ear else { return };
-        if audio.is_empty() {
+    let mut in_order = InOrder::default();
+    let submit = |open: &mut Option<Stretch>, transcribing: &mut usize| {
+        let (Some(ear), Some(s)) = (&ear, open.take()) else {
             return;
-        }
-        let clip = speech::utterances::to_recogniser_rate(&std::mem::take(audio), 8000);
+        };
         let tx = heard_tx.clone();
         *transcribing += 1;
+        let (n, at) = (s.n, s.at);
+        let clip = speech::utterances::to_recogniser_rate(&s.audio, 8000);
         match ear.recognise(clip) {
             Ok(heard) => {
                 tokio::spawn(async move {
@@ -394,11 +400,15 @@ async fn run(
                         Ok(Ok(t)) => speech::utterances::clean_transcript(&t),
                         _ => String::new(),
                     };
-                    let _ = tx.send((at, text));
+                    let _ = tx.send(Heard { n, at, text });
                 });
             }
             Err(_) => {
-                let _ = tx.send((at, String::new()));
+                let _ = tx.send(Heard {
+                    n,
+                    at,
+                    text: String::new(),
+                });
             }
         }
     };
@@ -448,11 +458,13 @@ async fn run(
                     Some(bytes) => {
                         audio::mulaw::decode(&bytes, &mut pcm);
                         if ear.is_some() {
-                            if !playing {
-                                stretch_at = t0.elapsed();
-                                let _ = events.send(PhoneEvent::AgentSpeaking);
-                            }
-                            stretch_audio.extend_from_slice(&pcm);
+                            let s = open.get_or_insert_with(|| {
+                                let n = stretches;
+                                stretches += 1;
+                                let _ = events.send(PhoneEvent::AgentSpeaking(n));
+                                Stretch { n, at: t0.elapsed(), audio: Vec::new() }
+                            });
+                            s.audio.extend_from_slice(&pcm);
                         } else if let Decoded::Word(w) = codec::decode(&pcm) {
                             log.heard.push(HeardWord { word: w.clone(), at: t0.elapsed() });
                             let _ = events.send(PhoneEvent::AgentWord(w));
@@ -461,7 +473,7 @@ async fn run(
                     }
                     None if playing => {
                         playing = false;
-                        submit(&mut stretch_audio, stretch_at, &mut transcribing);
+                        submit(&mut open, &mut transcribing);
                         let _ = events.send(PhoneEvent::AgentQuiet);
                     }
                     None => {}
@@ -521,7 +533,9 @@ async fn run(
                     }
                     Some("clear") => {
                         log.clears += 1;
-                        submit(&mut stretch_audio, stretch_at, &mut transcribing);
+                        // What played up to the clear is one stretch.
+                        submit(&mut open, &mut transcribing);
+                        playing = false;
                         let _ = events.send(PhoneEvent::Cleared);
                         for it in playout.drain(..) {
                             if let Item::Mark(name) = it {
@@ -533,9 +547,11 @@ async fn run(
                     _ => log.bad_messages += 1,
                 }
             }
-            Some((at, text)) = heard_rx.recv(), if transcribing > 0 => {
+            Some(heard) = heard_rx.recv(), if transcribing > 0 => {
                 transcribing -= 1;
-                take_heard(&mut log, &events, at, text);
+                for h in in_order.take(heard) {
+                    take_heard(&mut log, &events, h);
+                }
             }
             cmd = cmds.recv() => match cmd {
                 Some(cmd @ (Cmd::Say(_) | Cmd::Audio(_))) => {
@@ -582,13 +598,15 @@ async fn run(
     log.turn_dead_air
         .extend(turn.filter(|t| t.answered).map(|t| t.air));
     // What played last is transcribed too; wait for what is under way.
-    submit(&mut stretch_audio, stretch_at, &mut transcribing);
+    submit(&mut open, &mut transcribing);
     let deadline = Instant::now() + TRANSCRIBE_WAIT;
     while transcribing > 0 {
         match tokio::time::timeout_at(deadline, heard_rx.recv()).await {
-            Ok(Some((at, text))) => {
+            Ok(Some(heard)) => {
                 transcribing -= 1;
-                take_heard(&mut log, &events, at, text);
+                for h in in_order.take(heard) {
+                    take_heard(&mut log, &events, h);
+                }
             }
             _ => break,
         }
@@ -602,21 +620,53 @@ async fn run(
 /// be transcribed.
 const TRANSCRIBE_WAIT: Duration = Duration::from_secs(20);
 
-/// Keep what a stretch of agent audio said.
-fn take_heard(
-    log: &mut PhoneLog,
-    events: &mpsc::UnboundedSender<PhoneEvent>,
+/// A stretch of agent audio being heard (local speech).
+struct Stretch {
+    n: u64,
+    /// When it started playing, from the call's start.
+    at: Duration,
+    audio: Vec<i16>,
+}
+
+/// What the ear made of stretch `n`.
+struct Heard {
+    n: u64,
     at: Duration,
     text: String,
-) {
-    if text.is_empty() {
-        return;
+}
+
+/// Transcriptions back in stretch order: several decoders may answer out
+/// of order, and a listener pairs each `AgentSaid` with its stretch.
+#[derive(Default)]
+struct InOrder {
+    next: u64,
+    early: std::collections::BTreeMap<u64, Heard>,
+}
+
+impl InOrder {
+    /// Take one answer; give back those now due, in order.
+    fn take(&mut self, h: Heard) -> Vec<Heard> {
+        self.early.insert(h.n, h);
+        let mut due = Vec::new();
+        while let Some(h) = self.early.remove(&self.next) {
+            self.next += 1;
+            due.push(h);
+        }
+        due
     }
-    log.heard.extend(text.split_whitespace().map(|w| HeardWord {
-        word: w.to_string(),
-        at,
-    }));
-    let _ = events.send(PhoneEvent::AgentSaid(text));
+}
+
+/// Keep what a stretch of agent audio said, and report it.
+fn take_heard(log: &mut PhoneLog, events: &mpsc::UnboundedSender<PhoneEvent>, h: Heard) {
+    log.heard
+        .extend(h.text.split_whitespace().map(|w| HeardWord {
+            word: w.to_string(),
+            at: h.at,
+        }));
+    let _ = events.send(PhoneEvent::AgentSaid {
+        stretch: h.n,
+        text: h.text,
+    });
 }
 
 /// Caller audio (8 kHz µ-law) as whole 20 ms frames (the last padded with
@@ -740,5 +790,24 @@ mod tests {
             })
             .collect();
         assert_eq!(words, ["my", "AC", "is", "broken"]);
+    }
+
+    #[test]
+    fn transcriptions_are_reported_in_the_order_their_stretches_played() {
+        let h = |n: u64| Heard {
+            n,
+            at: Duration::from_secs(n),
+            text: format!("stretch {n}"),
+        };
+        let mut order = InOrder::default();
+        assert!(
+            order.take(h(1)).is_empty(),
+            "stretch 0 is still being heard"
+        );
+        assert!(order.take(h(2)).is_empty());
+        let due: Vec<u64> = order.take(h(0)).iter().map(|h| h.n).collect();
+        assert_eq!(due, [0, 1, 2]);
+        let due: Vec<u64> = order.take(h(3)).iter().map(|h| h.n).collect();
+        assert_eq!(due, [3]);
     }
 }

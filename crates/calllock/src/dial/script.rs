@@ -27,6 +27,12 @@ pub struct Listener {
     /// Agent words heard since the caller last spoke.
     words_since_said: usize,
     speaking: bool,
+    /// Local speech: stretches of agent audio started, the first one since
+    /// the caller last spoke, and how many have been transcribed. A late
+    /// transcription of a stretch from before is no answer to the caller.
+    stretches: u64,
+    turn_from: u64,
+    heard: u64,
     quiet_since: Instant,
     closed: bool,
     at_line_start: bool,
@@ -41,6 +47,9 @@ impl Listener {
             print,
             words_since_said: 0,
             speaking: false,
+            stretches: 0,
+            turn_from: 0,
+            heard: 0,
             quiet_since: Instant::now(),
             closed: false,
             at_line_start: true,
@@ -63,10 +72,16 @@ impl Listener {
                     let _ = out.flush();
                 }
             }
-            PhoneEvent::AgentSpeaking => self.speaking = true,
-            PhoneEvent::AgentSaid(text) => {
-                self.words_since_said += text.split_whitespace().count();
-                if self.print {
+            PhoneEvent::AgentSpeaking(n) => {
+                self.stretches = n + 1;
+                self.speaking = true;
+            }
+            PhoneEvent::AgentSaid { stretch, text } => {
+                self.heard = stretch + 1;
+                if stretch >= self.turn_from {
+                    self.words_since_said += text.split_whitespace().count();
+                }
+                if self.print && !text.is_empty() {
                     self.end_line();
                     println!("agent:  {text}");
                 }
@@ -101,6 +116,11 @@ impl Listener {
     /// The caller said something.
     pub fn said(&mut self, text: &str) {
         self.words_since_said = 0;
+        self.turn_from = if self.speaking {
+            self.stretches.saturating_sub(1)
+        } else {
+            self.stretches
+        };
         self.spoke = true;
         self.end_line();
         if self.print {
@@ -145,7 +165,10 @@ impl Listener {
         let deadline = Instant::now() + ANSWER_TIMEOUT;
         while !self.closed && Instant::now() < deadline {
             let answered = !need_answer || self.words_since_said > 0;
-            if answered && !self.speaking && self.quiet_since.elapsed() >= QUIET {
+            // (Local speech: what played is all transcribed, so a stretch
+            // still being heard cannot turn out to be the answer later.)
+            let all_heard = self.heard >= self.stretches;
+            if answered && all_heard && !self.speaking && self.quiet_since.elapsed() >= QUIET {
                 return;
             }
             self.pump(Duration::from_millis(50)).await;
@@ -269,4 +292,64 @@ pub async fn run_interactive(
     let log = phone.finished().await;
     l.drain();
     log
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A listener fed `events`, as if the phone had sent them.
+    fn listener(events: &[PhoneEvent]) -> (Listener, mpsc::UnboundedSender<PhoneEvent>) {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let mut l = Listener::new(rx, false);
+        for e in events {
+            l.take(e.clone());
+        }
+        (l, tx)
+    }
+
+    fn said(stretch: u64, text: &str) -> PhoneEvent {
+        PhoneEvent::AgentSaid {
+            stretch,
+            text: text.into(),
+        }
+    }
+
+    #[test]
+    fn a_late_transcription_of_an_earlier_stretch_is_no_answer() {
+        // The greeting played; the caller spoke before the ear had it.
+        let (mut l, _tx) = listener(&[PhoneEvent::AgentSpeaking(0), PhoneEvent::AgentQuiet]);
+        l.said("my AC is broken");
+        l.take(said(0, "Thanks for calling, how can I help?"));
+        assert!(l.awaiting_answer(), "the greeting is not the answer");
+        // The answer plays and is heard: now it is.
+        l.take(PhoneEvent::AgentSpeaking(1));
+        l.take(PhoneEvent::AgentQuiet);
+        assert!(l.awaiting_answer(), "not transcribed yet");
+        l.take(said(1, "Any gas smell?"));
+        assert!(!l.awaiting_answer());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_turn_is_not_over_while_a_stretch_is_being_heard() {
+        let (mut l, tx) = listener(&[
+            PhoneEvent::AgentSpeaking(0),
+            PhoneEvent::AgentQuiet,
+            said(0, "Thanks for calling."),
+            PhoneEvent::AgentSpeaking(1),
+            PhoneEvent::AgentQuiet,
+        ]);
+        // Stretch 1 (maybe the rest of the answer) is still with the ear:
+        // the turn waits for it, however long the quiet.
+        let waited = tokio::spawn(async move {
+            let t = Instant::now();
+            l.agent_turn_over(false).await;
+            t.elapsed()
+        });
+        tokio::time::sleep(QUIET * 5).await;
+        tx.send(said(1, "How can I help?")).unwrap();
+        let waited = waited.await.unwrap();
+        assert!(waited >= QUIET * 5, "went on after {waited:?}");
+        assert!(waited < ANSWER_TIMEOUT);
+    }
 }

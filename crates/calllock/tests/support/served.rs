@@ -104,6 +104,13 @@ pub struct Caller {
     /// Agent words since the caller last spoke.
     pub words: Vec<String>,
     pub speaking: bool,
+    /// Local speech: stretches of agent audio started, the first of this
+    /// turn, and how many have been transcribed (`AgentSaid`, in order).
+    /// Words of a stretch from before the caller last spoke belong to the
+    /// turn before, however late the phone's ear hears them.
+    pub stretches: u64,
+    pub turn_from: u64,
+    pub heard: u64,
     pub quiet_since: Instant,
     pub closed: bool,
     pub clears: usize,
@@ -121,6 +128,9 @@ impl Caller {
             rx,
             words: Vec::new(),
             speaking: false,
+            stretches: 0,
+            turn_from: 0,
+            heard: 0,
             quiet_since: Instant::now(),
             closed: false,
             clears: 0,
@@ -146,10 +156,16 @@ impl Caller {
                 self.speaking = false;
                 self.quiet_since = Instant::now();
             }
-            PhoneEvent::AgentSpeaking => self.speaking = true,
-            PhoneEvent::AgentSaid(text) => {
-                self.words
-                    .extend(text.split_whitespace().map(str::to_string));
+            PhoneEvent::AgentSpeaking(n) => {
+                self.stretches = n + 1;
+                self.speaking = true;
+            }
+            PhoneEvent::AgentSaid { stretch, text } => {
+                self.heard = stretch + 1;
+                if stretch >= self.turn_from {
+                    self.words
+                        .extend(text.split_whitespace().map(str::to_string));
+                }
             }
             PhoneEvent::Closed => self.closed = true,
         }
@@ -171,8 +187,20 @@ impl Caller {
             .await
     }
 
+    /// A new turn: the agent's words from here on (from the stretch
+    /// playing now, if one is) are the next turn's.
+    pub fn new_turn(&mut self) {
+        self.words.clear();
+        self.turn_from = if self.speaking {
+            self.stretches.saturating_sub(1)
+        } else {
+            self.stretches
+        };
+    }
+
     /// Wait (at most `limit`) until the agent said something and went
-    /// quiet for `quiet`.
+    /// quiet for `quiet`, and (local speech) every stretch it played has
+    /// been transcribed.
     pub async fn agent_turn_within(&mut self, limit: Duration, quiet: Duration) -> String {
         let deadline = Instant::now() + limit;
         while !self.closed {
@@ -180,6 +208,7 @@ impl Caller {
             if !self.words.is_empty()
                 && !only_a_filler(&self.words)
                 && !self.speaking
+                && self.heard >= self.stretches
                 && self.quiet_since.elapsed() >= quiet
             {
                 break;
@@ -234,8 +263,14 @@ impl Caller {
     }
 
     pub fn say(&mut self, text: &str) {
-        self.words.clear();
+        self.new_turn();
         self.phone.as_ref().unwrap().say(text);
+    }
+
+    /// Play a recorded caller line (8 kHz µ-law) now.
+    pub fn play(&mut self, ulaw: Vec<u8>) {
+        self.new_turn();
+        self.phone.as_ref().unwrap().play_ulaw(ulaw);
     }
 
     /// Say `text` after the agent's turn; returns the agent's turn.
