@@ -59,6 +59,50 @@ pub enum PhoneEvent {
     AgentSaid { stretch: u64, text: String },
 }
 
+/// A listener's count of the stretches of agent audio (local speech): which
+/// transcriptions answer the caller's last line, and whether everything
+/// played has been heard. A transcription can arrive long after its
+/// stretch played (a slow ear), even after the caller spoke again; the
+/// words of a stretch from before the caller's line belong to the turn
+/// before.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Stretches {
+    /// Stretches started ([`PhoneEvent::AgentSpeaking`]).
+    pub started: u64,
+    /// The first stretch of this turn.
+    pub turn_from: u64,
+    /// Stretches transcribed ([`PhoneEvent::AgentSaid`] come in order).
+    pub heard: u64,
+}
+
+impl Stretches {
+    /// Stretch `n` started playing.
+    pub fn started(&mut self, n: u64) {
+        self.started = self.started.max(n + 1);
+    }
+
+    /// Stretch `n` was transcribed; whether its words are this turn's.
+    pub fn heard(&mut self, n: u64) -> bool {
+        self.heard = self.heard.max(n + 1);
+        n >= self.turn_from
+    }
+
+    /// The caller spoke: a new turn begins with the next stretch, or with
+    /// the one playing now if the agent is `speaking`.
+    pub fn new_turn(&mut self, speaking: bool) {
+        self.turn_from = if speaking {
+            self.started.saturating_sub(1)
+        } else {
+            self.started
+        };
+    }
+
+    /// Whether every stretch played so far has been transcribed.
+    pub fn all_heard(&self) -> bool {
+        self.heard >= self.started
+    }
+}
+
 /// How the phone speaks the caller's lines and hears the agent.
 #[derive(Clone, Default)]
 pub enum PhoneSpeech {

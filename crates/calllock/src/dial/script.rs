@@ -8,7 +8,7 @@
 //! agent is quiet. `tool_result` lines cannot steer a live server and are
 //! skipped (said on stderr).
 
-use super::phone::{Phone, PhoneEvent, PhoneLog};
+use super::phone::{Phone, PhoneEvent, PhoneLog, Stretches};
 use crate::sim::{ScriptItem, When};
 use std::io::Write;
 use std::time::Duration;
@@ -27,12 +27,9 @@ pub struct Listener {
     /// Agent words heard since the caller last spoke.
     words_since_said: usize,
     speaking: bool,
-    /// Local speech: stretches of agent audio started, the first one since
-    /// the caller last spoke, and how many have been transcribed. A late
-    /// transcription of a stretch from before is no answer to the caller.
-    stretches: u64,
-    turn_from: u64,
-    heard: u64,
+    /// Local speech: a late transcription of a stretch from before the
+    /// caller spoke is no answer to the caller.
+    stretches: Stretches,
     quiet_since: Instant,
     closed: bool,
     at_line_start: bool,
@@ -47,9 +44,7 @@ impl Listener {
             print,
             words_since_said: 0,
             speaking: false,
-            stretches: 0,
-            turn_from: 0,
-            heard: 0,
+            stretches: Stretches::default(),
             quiet_since: Instant::now(),
             closed: false,
             at_line_start: true,
@@ -73,12 +68,11 @@ impl Listener {
                 }
             }
             PhoneEvent::AgentSpeaking(n) => {
-                self.stretches = n + 1;
+                self.stretches.started(n);
                 self.speaking = true;
             }
             PhoneEvent::AgentSaid { stretch, text } => {
-                self.heard = stretch + 1;
-                if stretch >= self.turn_from {
+                if self.stretches.heard(stretch) {
                     self.words_since_said += text.split_whitespace().count();
                 }
                 if self.print && !text.is_empty() {
@@ -116,11 +110,7 @@ impl Listener {
     /// The caller said something.
     pub fn said(&mut self, text: &str) {
         self.words_since_said = 0;
-        self.turn_from = if self.speaking {
-            self.stretches.saturating_sub(1)
-        } else {
-            self.stretches
-        };
+        self.stretches.new_turn(self.speaking);
         self.spoke = true;
         self.end_line();
         if self.print {
@@ -167,7 +157,7 @@ impl Listener {
             let answered = !need_answer || self.words_since_said > 0;
             // (Local speech: what played is all transcribed, so a stretch
             // still being heard cannot turn out to be the answer later.)
-            let all_heard = self.heard >= self.stretches;
+            let all_heard = self.stretches.all_heard();
             if answered && all_heard && !self.speaking && self.quiet_since.elapsed() >= QUIET {
                 return;
             }

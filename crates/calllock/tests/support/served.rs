@@ -4,7 +4,7 @@
 #![allow(dead_code)]
 
 use calllock::config::Config;
-use calllock::dial::phone::{PhoneEvent, PhoneLog};
+use calllock::dial::phone::{PhoneEvent, PhoneLog, Stretches};
 use calllock::dial::{place_call, Answer, DialOptions};
 use calllock::serve::Server;
 use providers::fake::http::{FakeHttp, FakeResponse};
@@ -104,13 +104,10 @@ pub struct Caller {
     /// Agent words since the caller last spoke.
     pub words: Vec<String>,
     pub speaking: bool,
-    /// Local speech: stretches of agent audio started, the first of this
-    /// turn, and how many have been transcribed (`AgentSaid`, in order).
-    /// Words of a stretch from before the caller last spoke belong to the
-    /// turn before, however late the phone's ear hears them.
-    pub stretches: u64,
-    pub turn_from: u64,
-    pub heard: u64,
+    /// Local speech: words of a stretch of agent audio from before the
+    /// caller last spoke belong to the turn before, however late the
+    /// phone's ear hears them.
+    pub stretches: Stretches,
     pub quiet_since: Instant,
     pub closed: bool,
     pub clears: usize,
@@ -128,9 +125,7 @@ impl Caller {
             rx,
             words: Vec::new(),
             speaking: false,
-            stretches: 0,
-            turn_from: 0,
-            heard: 0,
+            stretches: Stretches::default(),
             quiet_since: Instant::now(),
             closed: false,
             clears: 0,
@@ -157,12 +152,11 @@ impl Caller {
                 self.quiet_since = Instant::now();
             }
             PhoneEvent::AgentSpeaking(n) => {
-                self.stretches = n + 1;
+                self.stretches.started(n);
                 self.speaking = true;
             }
             PhoneEvent::AgentSaid { stretch, text } => {
-                self.heard = stretch + 1;
-                if stretch >= self.turn_from {
+                if self.stretches.heard(stretch) {
                     self.words
                         .extend(text.split_whitespace().map(str::to_string));
                 }
@@ -191,11 +185,7 @@ impl Caller {
     /// playing now, if one is) are the next turn's.
     pub fn new_turn(&mut self) {
         self.words.clear();
-        self.turn_from = if self.speaking {
-            self.stretches.saturating_sub(1)
-        } else {
-            self.stretches
-        };
+        self.stretches.new_turn(self.speaking);
     }
 
     /// Wait (at most `limit`) until the agent said something and went
@@ -208,7 +198,7 @@ impl Caller {
             if !self.words.is_empty()
                 && !only_a_filler(&self.words)
                 && !self.speaking
-                && self.heard >= self.stretches
+                && self.stretches.all_heard()
                 && self.quiet_since.elapsed() >= quiet
             {
                 break;
