@@ -99,14 +99,14 @@ pub fn report(outcome: &sim::Outcome) -> Value {
         "end_call_reason": fc.end_call_reason,
         "booking_status": fc.booking_status,
         "ended_by": outcome.ended_by,
-        "duration_s": fc.record["duration_s"],
-        "priority": fc.record["priority"],
-        "revenue": fc.record["revenue"],
-        "tags": fc.record["tags"],
+        "duration_s": fc.duration_s,
+        "priority": fc.priority,
+        "revenue": fc.revenue,
+        "tags": fc.tags,
         "session": outcome.session,
-        "transcript": fc.record["transcript"],
+        "transcript": fc.transcript,
         "tool_calls": tools,
-        "job_payload": fc.record["job_payload"],
+        "job_payload": fc.job_payload,
     })
 }
 

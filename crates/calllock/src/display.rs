@@ -1,7 +1,8 @@
 //! Terminal output: live call lines, summaries, call lists.
 
-use crate::record::FinishedCall;
+use crate::record::{FinishedCall, TimedLine};
 use crate::sim::{CallEvent, EndedBy, Observer};
+use serde::Deserialize;
 use serde_json::Value;
 
 pub fn dim(s: &str, color: bool) -> String {
@@ -108,44 +109,47 @@ pub fn print_summary(fc: &FinishedCall, color: bool) {
         fc.final_state,
         fc.end_call_reason,
         fc.booking_status,
-        fc.priority_color,
-        fc.priority_reason,
-        fc.revenue_tier
+        fc.priority.color,
+        fc.priority.reason,
+        fc.revenue.tier
     );
 }
 
-/// Readable replay output.
-pub fn print_outcome_text(r: &Value) {
-    println!("call {}", r["call_id"].as_str().unwrap_or(""));
-    if let Some(entries) = r["transcript"].as_array() {
-        for e in entries {
-            let t = e["t"].as_f64().unwrap_or(0.0);
-            let state = e["state"].as_str().unwrap_or("");
-            match e["role"].as_str().unwrap_or("") {
-                "agent" => println!(
-                    "{t:6.2}s [{state}] Agent: {}",
-                    e["content"].as_str().unwrap_or("")
-                ),
-                "user" => println!(
-                    "{t:6.2}s [{state}] Caller: {}",
-                    e["content"].as_str().unwrap_or("")
-                ),
-                "tool" => println!(
-                    "{t:6.2}s [{state}]   [tool {}] {}",
-                    e["name"].as_str().unwrap_or(""),
-                    compact(&e["result"])
-                ),
-                _ => {}
-            }
+/// Readable replay output: the transcript line by line, then the outcome.
+pub fn print_outcome_text(r: &FinishedCall) {
+    println!("call {}", r.call_id);
+    print_transcript(&r.transcript);
+    print_outcome(r, Some(r.duration_s));
+}
+
+/// Each transcript line: when, in which state, who, what.
+fn print_transcript(lines: &[TimedLine]) {
+    for e in lines {
+        let (t, state) = (e.t, &e.state);
+        let content = e.content.as_deref().unwrap_or("");
+        match e.role.as_str() {
+            "agent" => println!("{t:6.2}s [{state}] Agent: {content}"),
+            "user" => println!("{t:6.2}s [{state}] Caller: {content}"),
+            "tool" => println!(
+                "{t:6.2}s [{state}]   [tool {}] {}",
+                e.name.as_deref().unwrap_or(""),
+                compact(e.result.as_ref().unwrap_or(&Value::Null))
+            ),
+            _ => {}
         }
     }
+}
+
+/// How the call came out (`-` for what is not known yet).
+fn print_outcome(r: &FinishedCall, duration_s: Option<f64>) {
+    let or_dash = |v: &str| if v.is_empty() { "-" } else { v }.to_string();
     println!(
         "final_state: {}\nend_call_reason: {}\nbooking_status: {}\nended_by: {}\nduration_s: {}",
-        r["final_state"].as_str().unwrap_or(""),
-        r["end_call_reason"].as_str().unwrap_or(""),
-        r["booking_status"].as_str().unwrap_or(""),
-        r["ended_by"].as_str().unwrap_or(""),
-        r["duration_s"]
+        r.final_state,
+        r.end_call_reason,
+        r.booking_status,
+        or_dash(&r.ended_by),
+        duration_s.map_or("-".into(), |d| d.to_string())
     );
 }
 
@@ -193,7 +197,17 @@ pub fn print_call_list(business: &agent::BusinessProfile, calls: &[store::CallSu
 }
 
 pub fn print_call_record(business: &agent::BusinessProfile, rec: &store::CallRecord) {
-    let r = &rec.record;
+    // A live call, or one whose process died before its record was
+    // written, has no record yet: what the calls table has, and dashes.
+    let saved = !rec.record.is_null();
+    let r = if saved {
+        FinishedCall::from_stored(&rec.record).unwrap_or_else(|e| {
+            eprintln!("note: {e}; showing what the calls table has");
+            FinishedCall::default()
+        })
+    } else {
+        FinishedCall::default()
+    };
     println!("call {}  from {}", rec.call_id, rec.phone);
     println!(
         "started {}  ended {}  ({} s)",
@@ -201,64 +215,69 @@ pub fn print_call_record(business: &agent::BusinessProfile, rec: &store::CallRec
         rec.ended_at
             .map(|t| business_time(business, t, "%H:%M:%S"))
             .unwrap_or_else(|| "-".into()),
-        r["duration_s"]
+        if saved {
+            r.duration_s.to_string()
+        } else {
+            "-".into()
+        }
     );
     println!(
         "final state {}  end_call_reason {}  booking {}  urgency {}",
         rec.final_state, rec.end_call_reason, rec.booking_status, rec.urgency
     );
-    println!(
-        "priority {} — {}",
-        r["priority"]["color"].as_str().unwrap_or(""),
-        r["priority"]["reason"].as_str().unwrap_or("")
-    );
-    println!(
-        "revenue {} {}",
-        r["revenue"]["tier"].as_str().unwrap_or(""),
-        r["revenue"]["tier_label"].as_str().unwrap_or("")
-    );
-    if let Some(tags) = r["tags"].as_object() {
-        let mut parts = Vec::new();
-        for (k, v) in tags {
-            if let Some(a) = v.as_array().filter(|a| !a.is_empty()) {
-                let names: Vec<&str> = a.iter().filter_map(Value::as_str).collect();
-                parts.push(format!("{k}: {}", names.join(", ")));
-            }
-        }
-        println!("tags {}", parts.join("; "));
+    println!("priority {} — {}", r.priority.color, r.priority.reason);
+    println!("revenue {} {}", r.revenue.tier, r.revenue.tier_label);
+    let tags: Vec<String> = r
+        .tags
+        .iter()
+        .filter(|(_, names)| !names.is_empty())
+        .map(|(k, names)| format!("{k}: {}", names.join(", ")))
+        .collect();
+    if saved {
+        println!("tags {}", tags.join("; "));
     }
     println!("customer {}  problem {}", rec.customer_name, rec.problem);
-    let session = &r["session"];
-    let field = |k: &str| session[k].as_str().filter(|v| !v.is_empty()).unwrap_or("-");
+    let session = &r.session;
+    let field = |v: &str| if v.is_empty() { "-" } else { v }.to_string();
     println!(
         "address {}  ZIP {}",
-        field("service_address"),
-        field("zip_code")
+        field(&session.service_address),
+        field(&session.zip_code)
     );
-    if let Some(t) = session["booked_time"].as_str().filter(|t| !t.is_empty()) {
-        println!("appointment {}", agent::booking_time::say_time(t));
-    } else if let Some(t) = r["job_payload"]["appointment_time"].as_str() {
+    let job = r.job_appointment();
+    if !session.booked_time.is_empty() {
+        println!(
+            "appointment {}",
+            agent::booking_time::say_time(&session.booked_time)
+        );
+    } else if let Some(t) = job.appointment_time {
         // An existing appointment the caller cancelled, moved or asked about.
-        let done = match r["job_payload"]["appointment_action"].as_str() {
+        let done = match job.appointment_action.as_deref() {
             Some("cancel") => "cancelled",
             Some("reschedule") => "moved here",
             _ => "checked",
         };
         println!("appointment {t} ({done})");
     }
-    if let Some(p) = session["callback_phone"].as_str().filter(|p| !p.is_empty()) {
-        println!("call back at {}", agent::validate::say_phone(p));
+    if !session.callback_phone.is_empty() {
+        println!(
+            "call back at {}",
+            agent::validate::say_phone(&session.callback_phone)
+        );
     }
     println!("transcript:");
-    print_outcome_text(&serde_json::json!({
-        "call_id": rec.call_id,
-        "transcript": rec.transcript,
-        "final_state": rec.final_state,
-        "end_call_reason": rec.end_call_reason,
-        "booking_status": rec.booking_status,
-        "ended_by": r["ended_by"],
-        "duration_s": r["duration_s"],
-    }));
+    // The transcript column (a cut-off call has one; its record does not).
+    println!("call {}", rec.call_id);
+    print_transcript(&Vec::<TimedLine>::deserialize(&rec.transcript).unwrap_or_default());
+    print_outcome(
+        &FinishedCall {
+            final_state: rec.final_state.clone(),
+            end_call_reason: rec.end_call_reason.clone(),
+            booking_status: rec.booking_status.clone(),
+            ..r
+        },
+        saved.then_some(r.duration_s),
+    );
 }
 
 /// One emergency of `calllock agenda`: when (business clock), the number

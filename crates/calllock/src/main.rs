@@ -623,7 +623,7 @@ async fn run(cli: Cli) -> Result<()> {
             if json {
                 println!("{}", serde_json::to_string_pretty(&r)?);
             } else {
-                display::print_outcome_text(&r);
+                display::print_outcome_text(&calllock::record::FinishedCall::from_stored(&r)?);
             }
             Ok(())
         }

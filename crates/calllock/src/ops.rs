@@ -4,6 +4,7 @@
 use crate::config::{BackendKind, Config};
 use crate::delivery::transcript_dump;
 use crate::journal;
+use crate::record::FinishedCall;
 use crate::sim::{EndedBy, Outcome};
 use agent::transcript::format_transcript;
 use anyhow::{bail, Result};
@@ -28,12 +29,17 @@ pub async fn call_dump(store: &store::Store, id: &str) -> Result<Option<Value>> 
     let Some(rec) = store.get_call(id).await? else {
         return Ok(None);
     };
-    let mut session: agent::Session = rec
-        .record
-        .get("session")
-        .and_then(|v| serde_json::from_value(v.clone()).ok())
-        .unwrap_or_else(|| agent::Session::new(rec.phone.clone()));
+    // The saved record, read through the writer's types (none: a call
+    // without one, or one that cannot be read — the calls table's phone).
+    let saved = FinishedCall::from_stored(&rec.record).ok();
+    let mut session = match &saved {
+        Some(r) => r.session.clone(),
+        None => agent::Session::new(rec.phone.clone()),
+    };
     session.call_sid = id.to_string();
+    if session.phone_number.is_empty() {
+        session.phone_number = rec.phone.clone();
+    }
     let start = rec.started_at.timestamp_millis() as f64 / 1000.0;
     let end = rec
         .ended_at
@@ -47,8 +53,8 @@ pub async fn call_dump(store: &store::Store, id: &str) -> Result<Option<Value>> 
         tools: Vec::new(),
     });
     // The saved record knows the duration to the tenth of a second.
-    if let Some(d) = rec.record.get("duration_s") {
-        dump["duration_s"] = d.clone();
+    if let (Some(r), Value::Object(o)) = (&saved, &mut dump) {
+        o.insert("duration_s".into(), r.duration_s.into());
     }
     Ok(Some(dump))
 }

@@ -105,6 +105,28 @@ pub enum EndedBy {
     Interrupted,
 }
 
+impl EndedBy {
+    /// As stored (the record's `ended_by`, the journal's `ended`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EndedBy::Agent => "agent",
+            EndedBy::Caller => "caller",
+            EndedBy::TimeLimit => "time_limit",
+            EndedBy::Interrupted => "interrupted",
+        }
+    }
+
+    /// Read back as stored; anything else was cut off.
+    pub fn from_stored(s: &str) -> EndedBy {
+        match s {
+            "agent" => EndedBy::Agent,
+            "caller" => EndedBy::Caller,
+            "time_limit" => EndedBy::TimeLimit,
+            _ => EndedBy::Interrupted,
+        }
+    }
+}
+
 /// Something that happened, for display.
 #[derive(Debug, Clone, PartialEq)]
 pub enum CallEvent {

@@ -177,11 +177,9 @@ impl PostCall {
         };
 
         let mut fc = record::classify(outcome, &self.user_email);
-        if let Some(job) = fc.record.get_mut("job_payload") {
-            merge_classification(job, &classification);
-        }
+        merge_classification(&mut fc.job_payload, &classification);
         if !classification.is_empty() {
-            fc.record["classification"] = Value::Object(classification.clone());
+            fc.classification = Some(classification.clone());
         }
         let status = if interrupted {
             CallStatus::Interrupted
@@ -306,7 +304,7 @@ impl PostCall {
         let s = &outcome.session;
         let mut pending = Vec::new();
         let cfg = dash.config();
-        let job = fc.record.get("job_payload").cloned().unwrap_or(Value::Null);
+        let job = fc.job_payload.clone();
         let job_answer = self
             .deliver_now(dash, &s.call_sid, OutboxKind::Job, &cfg.jobs_url, job)
             .await;

@@ -1,5 +1,6 @@
 //! The voice call's events written to the call's durable journal.
 
+use crate::journal::entry::{Ended, Entry, Interrupted, Line, Note, Speech, ToolCall, ToolResult};
 use serde_json::Value;
 use std::collections::HashMap;
 use voice::history::Event;
@@ -24,54 +25,59 @@ impl VoiceJournal {
     }
 
     pub(super) fn record(&mut self, at: f64, state: agent::State, e: &Event) {
-        let st = state.as_str();
-        let (kind, data) = match e {
-            Event::CallerSaid { text } | Event::CallerContext { text } => {
-                ("caller", serde_json::json!({"text": text, "state": st}))
-            }
+        let st = state.as_str().to_string();
+        let entry = match e {
+            Event::CallerSaid { text } | Event::CallerContext { text } => Entry::Caller(Line {
+                text: text.clone(),
+                state: st,
+                ..Line::default()
+            }),
             Event::AgentSaid {
                 msg_id,
                 text,
                 source,
-            } => (
-                "agent",
-                serde_json::json!({"text": text, "state": st, "msg_id": msg_id.0, "source": format!("{source:?}")}),
-            ),
-            Event::SpeechStarted { msg_id } => {
-                ("speech_started", serde_json::json!({"msg_id": msg_id.0}))
-            }
-            Event::SpeechFinished { msg_id } => {
-                ("speech_finished", serde_json::json!({"msg_id": msg_id.0}))
-            }
-            Event::Interrupted { msg_id, heard_text } => (
-                "interrupted",
-                serde_json::json!({"msg_id": msg_id.0, "heard": heard_text}),
-            ),
+            } => Entry::Agent(Line {
+                text: text.clone(),
+                state: st,
+                msg_id: Some(msg_id.0),
+                source: Some(format!("{source:?}")),
+                canned: None,
+            }),
+            Event::SpeechStarted { msg_id } => Entry::SpeechStarted(Speech { msg_id: msg_id.0 }),
+            Event::SpeechFinished { msg_id } => Entry::SpeechFinished(Speech { msg_id: msg_id.0 }),
+            Event::Interrupted { msg_id, heard_text } => Entry::Interrupted(Interrupted {
+                msg_id: msg_id.0,
+                heard: heard_text.clone(),
+            }),
             Event::ToolCalled {
                 call_id,
                 name,
                 args,
             } => {
                 self.tools.insert(call_id.0, name.clone());
-                let args: Value = serde_json::from_str(args).unwrap_or(Value::Null);
-                ("tool_call", serde_json::json!({"tool": name, "args": args}))
+                Entry::ToolCall(ToolCall {
+                    tool: name.clone(),
+                    args: serde_json::from_str(args).unwrap_or(Value::Null),
+                })
             }
             Event::ToolFinished {
                 call_id,
                 result,
                 outcome,
-            } => {
-                let result: Value =
-                    serde_json::from_str(result).unwrap_or_else(|_| Value::String(result.clone()));
-                let tool = self.tools.get(&call_id.0).cloned().unwrap_or_default();
-                (
-                    "tool_result",
-                    serde_json::json!({"tool": tool, "result": result, "state": st, "outcome": format!("{outcome:?}")}),
-                )
-            }
-            Event::Note { kind, text } => ("note", serde_json::json!({"kind": kind, "text": text})),
-            Event::CallEnded { reason } => ("ended", serde_json::json!({"by": reason})),
+            } => Entry::ToolResult(ToolResult {
+                tool: self.tools.get(&call_id.0).cloned().unwrap_or_default(),
+                result: serde_json::from_str(result)
+                    .unwrap_or_else(|_| Value::String(result.clone())),
+                state: st,
+                outcome: Some(format!("{outcome:?}")),
+            }),
+            Event::Note { kind, text } => Entry::Note(Note {
+                kind: kind.clone(),
+                text: text.clone(),
+            }),
+            Event::CallEnded { reason } => Entry::Ended(Ended { by: reason.clone() }),
         };
+        let (kind, data) = entry.into_stored();
         self.journal.record(at, kind, data);
     }
 

@@ -8,11 +8,15 @@
 //! a picture of each turn's latency, and the recording to listen to.
 
 use super::html::{self, esc};
+use crate::journal::Entry;
 use crate::latency::TurnLatency;
+use crate::record::FinishedCall;
 use crate::serve::App;
+use agent::session::Session;
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
+use serde::Deserialize;
 use serde_json::Value;
 use std::collections::HashMap;
 use std::fmt::Write;
@@ -56,7 +60,7 @@ pub(super) async fn page(
     let deliveries = store.outbox_for_call(&id).await.unwrap_or_default();
     // The post-call record (a finished call's) holds the last session.
     let record = match store.get_call(&id).await {
-        Ok(r) => r.map(|r| r.record),
+        Ok(r) => r.and_then(|r| stored_record(&id, &r.record)),
         Err(e) => return unavailable(e),
     };
     let live = summary.status == CallStatus::Active;
@@ -111,37 +115,41 @@ pub(super) async fn page(
     super::answer(&format!("Call from {who}"), page, false)
 }
 
-/// The session as last known: the post-call record's, else the last
-/// snapshot in the event log (a live or cut-off call); `Null` if none.
-fn last_session(record: Option<&Value>, events: &[StoredEvent]) -> Value {
-    record
-        .map(|r| &r["session"])
-        .filter(|s| s.is_object())
-        .or_else(|| {
-            events
-                .iter()
-                .rev()
-                .find(|e| e.kind == "session")
-                .map(|e| &e.data)
-        })
-        .cloned()
-        .unwrap_or(Value::Null)
+/// A call's post-call record, read through the writer's types; none for a
+/// call that has none yet (live, or cut off), or one that cannot be read
+/// (logged: the page shows what the journal has).
+fn stored_record(id: &str, record: &Value) -> Option<FinishedCall> {
+    if record.is_null() {
+        return None;
+    }
+    FinishedCall::from_stored(record)
+        .inspect_err(|e| tracing::warn!(call_id = %id, error = %e, "dashboard: a call's record"))
+        .ok()
 }
 
-/// A session's text field, trimmed; empty when absent.
-fn text<'a>(session: &'a Value, key: &str) -> &'a str {
-    session[key].as_str().map(str::trim).unwrap_or("")
+/// The session as last known: the post-call record's, else the last
+/// snapshot in the event log (a live or cut-off call); empty if none.
+fn last_session(record: Option<&FinishedCall>, events: &[StoredEvent]) -> Session {
+    if let Some(r) = record {
+        return r.session.clone();
+    }
+    events
+        .iter()
+        .rev()
+        .find(|e| e.kind == "session")
+        .and_then(|e| Session::deserialize(&e.data).ok())
+        .unwrap_or_default()
 }
 
 /// The name the caller gave, if any.
-fn given_name<'a>(summary: &'a store::CallSummary, session: &'a Value) -> Option<&'a str> {
-    [summary.customer_name.trim(), text(session, "customer_name")]
+fn given_name<'a>(summary: &'a store::CallSummary, session: &'a Session) -> Option<&'a str> {
+    [summary.customer_name.trim(), session.customer_name.trim()]
         .into_iter()
         .find(|n| !n.is_empty())
 }
 
 /// Who called: the name they gave (else the number).
-fn caller_name(summary: &store::CallSummary, session: &Value) -> String {
+fn caller_name(summary: &store::CallSummary, session: &Session) -> String {
     given_name(summary, session)
         .unwrap_or(summary.phone.trim())
         .to_string()
@@ -150,8 +158,8 @@ fn caller_name(summary: &store::CallSummary, session: &Value) -> String {
 /// What the top of the call page is made of.
 struct Headline<'a> {
     summary: &'a store::CallSummary,
-    record: Option<&'a Value>,
-    session: &'a Value,
+    record: Option<&'a FinishedCall>,
+    session: &'a Session,
     deliveries: &'a [store::OutboxItem],
     business: &'a agent::BusinessProfile,
 }
@@ -162,14 +170,11 @@ struct Headline<'a> {
 fn headline(h: &Headline) -> String {
     let s = h.summary;
     let name = given_name(s, h.session);
-    let problem = [s.problem.trim(), text(h.session, "problem_description")]
+    let problem = [s.problem.trim(), h.session.problem_description.trim()]
         .into_iter()
         .find(|p| !p.is_empty());
     let address = {
-        let (street, zip) = (
-            text(h.session, "service_address"),
-            text(h.session, "zip_code"),
-        );
+        let (street, zip) = (h.session.service_address.trim(), h.session.zip_code.trim());
         match (street.is_empty(), zip.is_empty() || street.contains(zip)) {
             (true, true) => None,
             (true, false) => Some(format!("ZIP {zip}")),
@@ -217,17 +222,17 @@ fn headline(h: &Headline) -> String {
 /// caller's existing one it cancelled, moved or asked about
 /// ("Appointment") — on the business's clock.
 fn appointment(h: &Headline) -> (&'static str, Option<String>) {
-    let booked = text(h.session, "booked_time");
+    let booked = h.session.booked_time.trim();
     if !booked.is_empty() {
         return ("Booked", Some(html::appointment_time(h.business, booked)));
     }
-    let moved = text(h.session, "rescheduled_to");
+    let moved = h.session.rescheduled_to.trim();
     if h.summary.end_call_reason == "appointment_rescheduled" && !moved.is_empty() {
         return ("Appointment", Some(format!("moved to {moved}")));
     }
     let (d, t) = (
-        text(h.session, "appointment_date"),
-        text(h.session, "appointment_time"),
+        h.session.appointment_date.trim(),
+        h.session.appointment_time.trim(),
     );
     let existing = match (d.is_empty(), t.is_empty()) {
         (true, true) => None,
@@ -248,7 +253,7 @@ fn next_step(h: &Headline) -> (String, bool) {
     if s.status == CallStatus::Active {
         return ("On the line now: this page follows the call.".into(), false);
     }
-    let phone = Some(text(h.session, "callback_phone"))
+    let phone = Some(h.session.callback_phone.trim())
         .filter(|p| !p.is_empty())
         .unwrap_or(s.phone.as_str());
     let (_, appointment) = appointment(h);
@@ -305,31 +310,35 @@ fn offset(e: &StoredEvent, start: f64) -> String {
     format!("{:.1}s", (e.at_unix - start).max(0.0))
 }
 
+/// Each stored event with what it says (events of other kinds left out).
+fn entries(events: &[StoredEvent]) -> impl Iterator<Item = (&StoredEvent, Entry)> {
+    events
+        .iter()
+        .filter_map(|e| Some((e, Entry::read(&e.kind, &e.data)?)))
+}
+
 /// Caller and agent lines in order; an interrupted agent line is marked
 /// with what was heard of it.
 fn transcript(events: &[StoredEvent], start: f64) -> String {
-    let cut: HashMap<u64, String> = events
-        .iter()
-        .filter(|e| e.kind == "interrupted")
-        .filter_map(|e| {
-            let id = e.data["msg_id"].as_u64()?;
-            Some((id, e.data["heard"].as_str().unwrap_or("").to_string()))
+    let cut: HashMap<u64, String> = entries(events)
+        .filter_map(|(_, entry)| match entry {
+            Entry::Interrupted(i) => Some((i.msg_id, i.heard)),
+            _ => None,
         })
         .collect();
     let mut out = String::from("<section><h2>Transcript</h2><div class=\"scroll\"><table>");
-    for e in events {
-        let text = e.data["text"].as_str().unwrap_or("");
-        match e.kind.as_str() {
-            "caller" => {
+    for (e, entry) in entries(events) {
+        match entry {
+            Entry::Caller(line) => {
                 let _ = write!(
                     out,
                     "<tr><td class=\"nowrap\">{}</td><td class=\"caller\">Caller</td><td>{}</td></tr>",
                     offset(e, start),
-                    esc(text)
+                    esc(&line.text)
                 );
             }
-            "agent" => {
-                let mark = match e.data["msg_id"].as_u64().and_then(|id| cut.get(&id)) {
+            Entry::Agent(line) => {
+                let mark = match line.msg_id.and_then(|id| cut.get(&id)) {
                     Some(heard) => format!(
                         "<br><span class=\"cut\">cut off — the caller heard: “{}”</span>",
                         esc(heard)
@@ -340,7 +349,7 @@ fn transcript(events: &[StoredEvent], start: f64) -> String {
                     out,
                     "<tr><td class=\"nowrap\">{}</td><td class=\"agent\">Agent</td><td>{}{mark}</td></tr>",
                     offset(e, start),
-                    esc(text)
+                    esc(&line.text)
                 );
             }
             _ => {}
@@ -354,20 +363,15 @@ fn transcript(events: &[StoredEvent], start: f64) -> String {
 fn timeline(events: &[StoredEvent], start: f64) -> String {
     let mut out =
         String::from("<section><h2>States</h2><div class=\"scroll\"><table><tr><th>at</th><th>from</th><th>to</th></tr>");
-    for e in events {
+    for (e, entry) in entries(events) {
         // `state {from, to}` (chat, replays), or a voice call's note
         // `{kind: "state", text: "from -> to"}`.
-        let (from, to) = match e.kind.as_str() {
-            "state" => (
-                e.data["from"].as_str().unwrap_or(""),
-                e.data["to"].as_str().unwrap_or(""),
-            ),
-            "note" if e.data["kind"] == "state" => {
-                match e.data["text"].as_str().and_then(|t| t.split_once(" -> ")) {
-                    Some(pair) => pair,
-                    None => continue,
-                }
-            }
+        let (from, to) = match &entry {
+            Entry::State(c) => (c.from.as_str(), c.to.as_str()),
+            Entry::Note(n) => match n.state_change() {
+                Some(pair) => pair,
+                None => continue,
+            },
             _ => continue,
         };
         let _ = write!(
@@ -387,19 +391,19 @@ fn tools(events: &[StoredEvent], start: f64) -> String {
     let mut out = String::from(
         "<section><h2>Tools</h2><div class=\"scroll\"><table><tr><th>at</th><th>tool</th><th>arguments / result</th></tr>",
     );
-    for e in events {
-        let (what, json) = match e.kind.as_str() {
-            "tool_call" => ("called", &e.data["args"]),
-            "tool_result" => ("answered", &e.data["result"]),
+    for (e, entry) in entries(events) {
+        let (what, tool, json) = match entry {
+            Entry::ToolCall(c) => ("called", c.tool, c.args),
+            Entry::ToolResult(r) => ("answered", r.tool, r.result),
             _ => continue,
         };
         let _ = write!(
             out,
             "<tr><td>{}</td><td>{} {}</td><td><pre>{}</pre></td></tr>",
             offset(e, start),
-            esc(e.data["tool"].as_str().unwrap_or("")),
+            esc(&tool),
             what,
-            esc(&serde_json::to_string_pretty(json).unwrap_or_default())
+            esc(&serde_json::to_string_pretty(&json).unwrap_or_default())
         );
     }
     out.push_str("</table></div></section>");

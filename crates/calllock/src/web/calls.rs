@@ -6,12 +6,12 @@
 //! it in plain words (`outcome_words`); on a phone each call is a card.
 
 use super::html::{self, esc};
+use crate::record::FinishedCall;
 use crate::serve::App;
 use agent::BusinessProfile;
 use axum::extract::{Query, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
-use serde_json::Value;
 use std::collections::HashMap;
 use std::sync::Arc;
 use store::{CallStatus, CallSummary};
@@ -63,15 +63,14 @@ fn api_params(
 }
 
 /// The tags of a record, as `CATEGORY: a, b` pieces.
-fn tags(record: Option<&Value>) -> String {
-    let Some(t) = record.and_then(|r| r["tags"].as_object()) else {
+fn tags(record: Option<&FinishedCall>) -> String {
+    let Some(r) = record else {
         return String::new();
     };
-    t.iter()
-        .filter_map(|(k, v)| {
-            let names: Vec<&str> = v.as_array()?.iter().filter_map(Value::as_str).collect();
-            (!names.is_empty()).then(|| format!("{k}: {}", names.join(", ")))
-        })
+    r.tags
+        .iter()
+        .filter(|(_, names)| !names.is_empty())
+        .map(|(k, names)| format!("{k}: {}", names.join(", ")))
         .collect::<Vec<_>>()
         .join("; ")
 }
@@ -119,7 +118,7 @@ pub(crate) fn priority_words(color: &str) -> String {
 /// callback"); `record` is its post-call record when there is one.
 pub(crate) fn outcome_words(
     c: &CallSummary,
-    record: Option<&Value>,
+    record: Option<&FinishedCall>,
     business: &BusinessProfile,
 ) -> String {
     match c.status {
@@ -130,8 +129,7 @@ pub(crate) fn outcome_words(
         _ => {}
     }
     let booked = record
-        .and_then(|r| r["session"]["booked_time"].as_str())
-        .map(str::trim)
+        .map(|r| r.session.booked_time.trim())
         .filter(|t| !t.is_empty());
     match c.end_call_reason.as_str() {
         "completed" => match booked {
@@ -160,7 +158,7 @@ pub(crate) fn outcome_words(
     }
 }
 
-fn row(c: &CallSummary, record: Option<&Value>, business: &BusinessProfile) -> String {
+fn row(c: &CallSummary, record: Option<&FinishedCall>, business: &BusinessProfile) -> String {
     let live = c.status == CallStatus::Active;
     let duration = match c.ended_at {
         Some(e) => {
@@ -311,7 +309,15 @@ pub(super) async fn page(
         }
     };
     let ids: Vec<String> = page.calls.iter().map(|c| c.call_id.clone()).collect();
-    let records = store.call_records_of(&ids).await.unwrap_or_default();
+    // Each record read through the writer's types (one that cannot be
+    // read shows as a call without one).
+    let records: HashMap<String, FinishedCall> = store
+        .call_records_of(&ids)
+        .await
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|(id, r)| Some((id, FinishedCall::from_stored(&r).ok()?)))
+        .collect();
     let rows: String = page
         .calls
         .iter()

@@ -23,8 +23,12 @@
 use crate::sim::{CallEvent, EndedBy, Observer, Outcome};
 use agent::session::{Session, TranscriptEntry};
 use agent::State;
-use serde_json::{json, Value};
+use serde_json::Value;
 use std::time::Duration;
+
+pub mod entry;
+
+pub use entry::{Entry, Line};
 use tokio::sync::oneshot;
 
 /// One event waiting to be written.
@@ -292,38 +296,44 @@ impl<'a> JournalObserver<'a> {
 
 /// The JSON form of a call event: its kind and data.
 pub fn event_json(event: &CallEvent) -> (&'static str, Value) {
-    match event {
+    let line = |text: &str, state: State| Line {
+        text: text.to_string(),
+        state: state.as_str().to_string(),
+        ..Line::default()
+    };
+    let entry = match event {
         CallEvent::Agent {
             text,
             state,
             canned,
-        } => {
-            let mut d = json!({"text": text, "state": state.as_str()});
-            if let Some(c) = canned {
-                d["canned"] = json!(c);
-            }
-            ("agent", d)
-        }
-        CallEvent::Caller { text, state } => {
-            ("caller", json!({"text": text, "state": state.as_str()}))
-        }
-        CallEvent::ToolCall(call) => (
-            "tool_call",
-            json!({"tool": call.tool().as_str(), "args": call.args_json()}),
-        ),
+        } => Entry::Agent(Line {
+            canned: canned.clone(),
+            ..line(text, *state)
+        }),
+        CallEvent::Caller { text, state } => Entry::Caller(line(text, *state)),
+        CallEvent::ToolCall(call) => Entry::ToolCall(entry::ToolCall {
+            tool: call.tool().as_str().to_string(),
+            args: call.args_json(),
+        }),
         CallEvent::ToolResult {
             tool,
             result,
             state,
-        } => (
-            "tool_result",
-            json!({"tool": tool.as_str(), "result": result, "state": state.as_str()}),
-        ),
-        CallEvent::StateChanged { from, to } => {
-            ("state", json!({"from": from.as_str(), "to": to.as_str()}))
-        }
-        CallEvent::Ended(by) => ("ended", json!({ "by": by })),
-    }
+        } => Entry::ToolResult(entry::ToolResult {
+            tool: tool.as_str().to_string(),
+            result: result.clone(),
+            state: state.as_str().to_string(),
+            outcome: None,
+        }),
+        CallEvent::StateChanged { from, to } => Entry::State(entry::StateChange {
+            from: from.as_str().to_string(),
+            to: to.as_str().to_string(),
+        }),
+        CallEvent::Ended(by) => Entry::Ended(entry::Ended {
+            by: by.as_str().to_string(),
+        }),
+    };
+    entry.into_stored()
 }
 
 /// The session without its transcript (the events carry the lines).
@@ -363,33 +373,28 @@ pub fn rebuild(call_id: &str, events: &[store::StoredEvent], started_unix: f64) 
     if session.call_sid.is_empty() {
         session.call_sid = call_id.to_string();
     }
-    let state_of = |d: &Value| {
-        d.get("state")
-            .and_then(Value::as_str)
-            .and_then(|s| s.parse::<State>().ok())
-            .unwrap_or(session.state)
-    };
+    let state_of = |state: &str| state.parse::<State>().unwrap_or(session.state);
     let mut log = Vec::new();
     let mut ended_by = EndedBy::Interrupted;
     for e in events {
-        let text = e.data.get("text").and_then(Value::as_str).unwrap_or("");
-        match e.kind.as_str() {
-            "caller" => log.push(TranscriptEntry::user(text, e.at_unix, state_of(&e.data))),
-            "agent" => log.push(TranscriptEntry::agent(text, e.at_unix, state_of(&e.data))),
-            "tool_result" => log.push(TranscriptEntry::tool(
-                e.data.get("tool").and_then(Value::as_str).unwrap_or("tool"),
-                e.data.get("result").cloned().unwrap_or(Value::Null),
+        match Entry::read(&e.kind, &e.data) {
+            Some(Entry::Caller(l)) => log.push(TranscriptEntry::user(
+                &l.text,
                 e.at_unix,
-                state_of(&e.data),
+                state_of(&l.state),
             )),
-            "ended" => {
-                ended_by = match e.data.get("by").and_then(Value::as_str) {
-                    Some("agent") => EndedBy::Agent,
-                    Some("caller") => EndedBy::Caller,
-                    Some("time_limit") => EndedBy::TimeLimit,
-                    _ => EndedBy::Interrupted,
-                }
-            }
+            Some(Entry::Agent(l)) => log.push(TranscriptEntry::agent(
+                &l.text,
+                e.at_unix,
+                state_of(&l.state),
+            )),
+            Some(Entry::ToolResult(t)) => log.push(TranscriptEntry::tool(
+                if t.tool.is_empty() { "tool" } else { &t.tool },
+                t.result,
+                e.at_unix,
+                state_of(&t.state),
+            )),
+            Some(Entry::Ended(end)) => ended_by = EndedBy::from_stored(&end.by),
             _ => {}
         }
     }
@@ -414,6 +419,7 @@ pub fn rebuild(call_id: &str, events: &[store::StoredEvent], started_unix: f64) 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[tokio::test]
     async fn events_are_written_in_order_and_close_waits_for_them() {

@@ -1,10 +1,15 @@
 //! Post-call: turn a finished call into its classified record (SPEC
 //! §7.2–§7.9 with D-15/D-16) and keep the promises made on it (D-4).
 //!
-//! Delivery to the dashboard over HTTP is a later issue; here the record is
-//! written to the database, where `calllock calls` reads it.
+//! The record is written to the database here (`save`), where `calllock
+//! calls`, the dashboard and the API read it through the same types
+//! ([`doc`]); `crate::delivery` sends it on to the dashboard.
 
-use crate::sim::{EndedBy, Outcome};
+pub mod doc;
+
+pub use doc::{FinishedCall, Priority, Revenue, TimedLine};
+
+use crate::sim::Outcome;
 use agent::backend::Backend;
 use agent::classify::{classify_tags, detect_priority, estimate_revenue_tier};
 use agent::postcall::{
@@ -14,21 +19,8 @@ use agent::postcall::{
 use agent::session::TranscriptEntry;
 use agent::transcript::{to_json_array, to_plain_text};
 use chrono::{DateTime, TimeZone, Utc};
-use serde_json::{json, Value};
-
-/// The classified record of one finished call.
-#[derive(Debug, Clone)]
-pub struct FinishedCall {
-    pub call_id: String,
-    pub final_state: String,
-    pub end_call_reason: String,
-    pub booking_status: String,
-    pub priority_color: String,
-    pub priority_reason: String,
-    pub revenue_tier: String,
-    /// The whole record as stored.
-    pub record: Value,
-}
+use serde::Deserialize;
+use serde_json::Value;
 
 pub fn utc(ts: f64) -> DateTime<Utc> {
     Utc.timestamp_opt(ts.floor() as i64, 0)
@@ -107,49 +99,34 @@ pub fn classify(outcome: &Outcome, user_email: &str) -> FinishedCall {
         utc(outcome.end_time),
     );
     let transcript = timed_transcript(&s.transcript_log, outcome.start_time);
-    let record = json!({
-        "call_id": s.call_sid,
-        "phone": s.phone_number,
-        "final_state": state.as_str(),
-        "end_call_reason": reason,
-        "booking_status": status,
-        "ended_by": match outcome.ended_by {
-            EndedBy::Agent => "agent",
-            EndedBy::Caller => "caller",
-            EndedBy::TimeLimit => "time_limit",
-            EndedBy::Interrupted => "interrupted",
-        },
-        "duration_s": ((outcome.end_time - outcome.start_time) * 10.0).round() / 10.0,
-        "tags": tags,
-        "priority": {"color": color, "reason": priority_reason},
-        "revenue": revenue,
-        "session": s,
-        "job_payload": job,
-        "call_payload": call,
-        "transcript": transcript,
-        "transcript_text": transcript_text,
-        "transcript_object": to_json_array(&s.transcript_log),
-    });
     FinishedCall {
         call_id: s.call_sid.clone(),
+        phone: s.phone_number.clone(),
         final_state: state.as_str().to_string(),
         end_call_reason: reason,
         booking_status: status,
-        priority_color: color,
-        priority_reason,
-        revenue_tier: revenue
-            .get("tier")
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_string(),
-        record,
+        ended_by: outcome.ended_by.as_str().to_string(),
+        duration_s: ((outcome.end_time - outcome.start_time) * 10.0).round() / 10.0,
+        tags: serde_json::from_value(tags).unwrap_or_default(),
+        priority: Priority {
+            color,
+            reason: priority_reason,
+        },
+        revenue: serde_json::from_value(revenue).unwrap_or_default(),
+        session: s.clone(),
+        job_payload: job,
+        call_payload: call,
+        transcript,
+        transcript_text,
+        transcript_object: to_json_array(&s.transcript_log),
+        classification: None,
     }
 }
 
 /// The SPEC §7.9 JSON-array transcript plus `state` and `t` (seconds from
 /// the start of the call) per entry, and `interrupted: true` on an agent
 /// line the caller heard only part of.
-pub fn timed_transcript(log: &[TranscriptEntry], start_time: f64) -> Value {
+pub fn timed_transcript(log: &[TranscriptEntry], start_time: f64) -> Vec<TimedLine> {
     let base = to_json_array(log);
     let items = base.as_array().cloned().unwrap_or_default();
     // to_json_array skips roles other than user/agent/tool; walk both in step.
@@ -159,26 +136,19 @@ pub fn timed_transcript(log: &[TranscriptEntry], start_time: f64) -> Value {
             agent::session::Role::User | agent::session::Role::Agent | agent::session::Role::Tool
         )
     });
-    let out: Vec<Value> = items
+    items
         .into_iter()
         .zip(kept)
-        .map(|(mut item, e)| {
-            if let Some(o) = item.as_object_mut() {
-                o.insert("state".into(), json!(e.state.clone().unwrap_or_default()));
-                let t = e
-                    .timestamp
-                    .map(|ts| ((ts - start_time) * 100.0).round() / 100.0);
-                o.insert("t".into(), json!(t.unwrap_or(0.0)));
-                // An agent line cut short (a barge-in, a hang-up during
-                // it): its content is what the caller heard.
-                if e.interrupted {
-                    o.insert("interrupted".into(), json!(true));
-                }
-            }
-            item
+        .map(|(item, e)| TimedLine {
+            state: e.state.clone().unwrap_or_default(),
+            t: e.timestamp
+                .map_or(0.0, |ts| ((ts - start_time) * 100.0).round() / 100.0),
+            // An agent line cut short (a barge-in, a hang-up during it):
+            // its content is what the caller heard.
+            interrupted: e.interrupted,
+            ..TimedLine::deserialize(&item).unwrap_or_default()
         })
-        .collect();
-    Value::Array(out)
+        .collect()
 }
 
 /// Save a finished call into the database.
@@ -210,12 +180,12 @@ pub async fn save_as(
         // An emergency is filed as one, with what the caller reported
         // (issue 23; see `record_urgency` / `record_problem`).
         urgency: record_urgency(s.state, s).to_string(),
-        priority_color: fc.priority_color.clone(),
-        revenue_tier: fc.revenue_tier.clone(),
+        priority_color: fc.priority.color.clone(),
+        revenue_tier: fc.revenue.tier.clone(),
         customer_name: s.customer_name.clone(),
         problem: record_problem(s.state, s),
-        record: fc.record.clone(),
-        transcript: fc.record["transcript"].clone(),
+        transcript: serde_json::to_value(&fc.transcript).unwrap_or_default(),
+        record: fc.to_stored(),
     };
     store.save_call_as(&rec, status, postcall_done).await?;
     Ok(())
@@ -279,7 +249,8 @@ pub async fn emergencies_since(
         let session: Option<agent::Session> = store
             .get_call(&c.call_id)
             .await?
-            .and_then(|r| serde_json::from_value(r.record["session"].clone()).ok());
+            .and_then(|r| FinishedCall::from_stored(&r.record).ok())
+            .map(|r| r.session);
         let (address, problem, name) = match &session {
             Some(s) => (
                 s.service_address.trim().to_string(),
@@ -310,6 +281,7 @@ pub async fn emergencies_since(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sim::EndedBy;
     use agent::session::TranscriptEntry;
     use agent::{BusinessProfile, Session, State};
 
@@ -380,15 +352,12 @@ mod tests {
         let store = store::Store::open_in_memory().await.unwrap();
         let today = gas_then_address("CA_gas", now());
         let fc = classify(&today, "");
-        assert_eq!(fc.record["job_payload"]["urgency"], "emergency");
+        assert_eq!(fc.job_payload["urgency"], "emergency");
         assert_eq!(
-            fc.record["job_payload"]["issue_description"],
+            fc.job_payload["issue_description"],
             "I smell gas in the kitchen"
         );
-        assert_eq!(
-            fc.record["job_payload"]["customer_address"],
-            "4329 Franklin Street"
-        );
+        assert_eq!(fc.job_payload["customer_address"], "4329 Franklin Street");
         save(&store, &today, &fc).await.unwrap();
         let rec = store.get_call("CA_gas").await.unwrap().unwrap();
         assert_eq!(rec.urgency, "emergency");
