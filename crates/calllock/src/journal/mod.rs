@@ -362,7 +362,9 @@ impl Observer for JournalObserver<'_> {
 /// Rebuild the outcome of a call from its journal: the last session
 /// snapshot, the transcript from the caller/agent/tool lines, the end from
 /// the last event (`ended_by` is `Interrupted` unless an `ended` event
-/// says otherwise).
+/// says otherwise). An agent line the journal says was cut short keeps
+/// only what was heard, marked interrupted, and one cut before a word was
+/// heard is left out — as the live call's engine records it.
 pub fn rebuild(call_id: &str, events: &[store::StoredEvent], started_unix: f64) -> Outcome {
     let mut session: Session = events
         .iter()
@@ -374,10 +376,26 @@ pub fn rebuild(call_id: &str, events: &[store::StoredEvent], started_unix: f64) 
         session.call_sid = call_id.to_string();
     }
     let state_of = |state: &str| state.parse::<State>().unwrap_or(session.state);
+    // What was heard of each agent line cut short (voice calls).
+    let cut: std::collections::HashMap<u64, String> = events
+        .iter()
+        .filter_map(|e| match Entry::read(&e.kind, &e.data) {
+            Some(Entry::Interrupted(i)) => Some((i.msg_id, i.heard.trim().to_string())),
+            _ => None,
+        })
+        .collect();
     let mut log = Vec::new();
     let mut ended_by = EndedBy::Interrupted;
     for e in events {
         match Entry::read(&e.kind, &e.data) {
+            Some(Entry::Agent(l)) if l.msg_id.is_some_and(|id| cut.contains_key(&id)) => {
+                let heard = &cut[&l.msg_id.unwrap_or_default()];
+                if !heard.is_empty() {
+                    let mut line = TranscriptEntry::agent(heard, e.at_unix, state_of(&l.state));
+                    line.interrupted = true;
+                    log.push(line);
+                }
+            }
             Some(Entry::Caller(l)) => log.push(TranscriptEntry::user(
                 &l.text,
                 e.at_unix,
@@ -465,6 +483,47 @@ mod tests {
             kind: kind.into(),
             data,
         }
+    }
+
+    #[test]
+    fn rebuild_keeps_only_what_was_heard_of_a_line_cut_short() {
+        let line = |id: u64, text: &str| json!({"text": text, "state": "safety", "msg_id": id});
+        let events = [
+            ev(
+                1,
+                51.0,
+                "agent",
+                line(1, "Thanks for calling! How can I help?"),
+            ),
+            ev(
+                2,
+                52.0,
+                "agent",
+                line(2, "Quick safety check — any gas smell?"),
+            ),
+            ev(
+                3,
+                53.0,
+                "interrupted",
+                json!({"msg_id": 2, "heard": "Quick safety"}),
+            ),
+            ev(4, 54.0, "agent", line(3, "Never heard.")),
+            ev(5, 55.0, "interrupted", json!({"msg_id": 3, "heard": " "})),
+        ];
+        let o = rebuild("CA3", &events, 50.0);
+        let agent: Vec<(String, bool)> = o
+            .session
+            .transcript_log
+            .iter()
+            .map(|e| (e.content.clone().unwrap_or_default(), e.interrupted))
+            .collect();
+        assert_eq!(
+            agent,
+            [
+                ("Thanks for calling! How can I help?".to_string(), false),
+                ("Quick safety".to_string(), true),
+            ]
+        );
     }
 
     #[test]
