@@ -140,9 +140,17 @@ fn print_transcript(lines: &[TimedLine]) {
     }
 }
 
+/// `v`, or `-` when it is empty.
+fn or_dash(v: &str) -> &str {
+    if v.is_empty() {
+        "-"
+    } else {
+        v
+    }
+}
+
 /// How the call came out (`-` for what is not known yet).
 fn print_outcome(r: &FinishedCall, duration_s: Option<f64>) {
-    let or_dash = |v: &str| if v.is_empty() { "-" } else { v }.to_string();
     println!(
         "final_state: {}\nend_call_reason: {}\nbooking_status: {}\nended_by: {}\nduration_s: {}",
         r.final_state,
@@ -238,11 +246,10 @@ pub fn print_call_record(business: &agent::BusinessProfile, rec: &store::CallRec
     }
     println!("customer {}  problem {}", rec.customer_name, rec.problem);
     let session = &r.session;
-    let field = |v: &str| if v.is_empty() { "-" } else { v }.to_string();
     println!(
         "address {}  ZIP {}",
-        field(&session.service_address),
-        field(&session.zip_code)
+        or_dash(&session.service_address),
+        or_dash(&session.zip_code)
     );
     let job = r.job_appointment();
     if !session.booked_time.is_empty() {
@@ -286,7 +293,6 @@ pub fn agenda_emergency_line(
     business: &agent::BusinessProfile,
     e: &crate::record::Emergency,
 ) -> String {
-    let or_dash = |v: &str| if v.is_empty() { "-" } else { v }.to_string();
     let place = if e.address.is_empty() {
         "no address given".to_string()
     } else {

@@ -68,11 +68,11 @@ pub enum PhoneEvent {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Stretches {
     /// Stretches started ([`PhoneEvent::AgentSpeaking`]).
-    pub started: u64,
+    started: u64,
     /// The first stretch of this turn.
-    pub turn_from: u64,
+    turn_from: u64,
     /// Stretches transcribed ([`PhoneEvent::AgentSaid`] come in order).
-    pub heard: u64,
+    heard: u64,
 }
 
 impl Stretches {

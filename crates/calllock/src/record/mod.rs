@@ -21,6 +21,7 @@ use agent::transcript::{to_json_array, to_plain_text};
 use chrono::{DateTime, TimeZone, Utc};
 use serde::Deserialize;
 use serde_json::Value;
+use std::collections::BTreeMap;
 
 pub fn utc(ts: f64) -> DateTime<Utc> {
     Utc.timestamp_opt(ts.floor() as i64, 0)
@@ -75,15 +76,9 @@ pub fn classify(outcome: &Outcome, user_email: &str) -> FinishedCall {
     let status = booking_status(s).to_string();
     let tags = classify_tags(state, s, &caller_text);
     let (color, priority_reason) = detect_priority(&tags, &status);
-    let revenue_tags: Vec<String> = tags
-        .get("REVENUE")
-        .and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(|v| v.as_str().map(String::from))
-                .collect()
-        })
-        .unwrap_or_default();
+    // Every category is a list of tag names (SPEC §7.6).
+    let tags: BTreeMap<String, Vec<String>> = serde_json::from_value(tags).unwrap_or_default();
+    let revenue_tags = tags.get("REVENUE").cloned().unwrap_or_default();
     let revenue = estimate_revenue_tier(&s.problem_description, &revenue_tags);
     let mut job = build_job_payload(state, s, outcome.end_time, user_email);
     if let Value::Object(m) = &mut job {
@@ -107,7 +102,7 @@ pub fn classify(outcome: &Outcome, user_email: &str) -> FinishedCall {
         booking_status: status,
         ended_by: outcome.ended_by.as_str().to_string(),
         duration_s: ((outcome.end_time - outcome.start_time) * 10.0).round() / 10.0,
-        tags: serde_json::from_value(tags).unwrap_or_default(),
+        tags,
         priority: Priority {
             color,
             reason: priority_reason,

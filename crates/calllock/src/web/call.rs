@@ -94,10 +94,11 @@ pub(super) async fn page(
         esc(&id),
     );
     body.push_str(&super::recording::section(&app, &id, live));
-    body.push_str(&transcript(&events, start));
+    let said = entries(&events);
+    body.push_str(&transcript(&said, start));
     body.push_str(&latency_chart(&crate::latency::from_events(&events)));
-    body.push_str(&timeline(&events, start));
-    body.push_str(&tools(&events, start));
+    body.push_str(&timeline(&said, start));
+    body.push_str(&tools(&said, start));
     body.push_str(&fields(&events));
     body.push_str(&delivery_table(&deliveries, business));
     if !live {
@@ -310,24 +311,27 @@ fn offset(e: &StoredEvent, start: f64) -> String {
     format!("{:.1}s", (e.at_unix - start).max(0.0))
 }
 
-/// Each stored event with what it says (events of other kinds left out).
-fn entries(events: &[StoredEvent]) -> impl Iterator<Item = (&StoredEvent, Entry)> {
+/// Each stored event with what it says, read once for the page's sections
+/// (events of other kinds left out).
+fn entries(events: &[StoredEvent]) -> Vec<(&StoredEvent, Entry)> {
     events
         .iter()
         .filter_map(|e| Some((e, Entry::read(&e.kind, &e.data)?)))
+        .collect()
 }
 
 /// Caller and agent lines in order; an interrupted agent line is marked
 /// with what was heard of it.
-fn transcript(events: &[StoredEvent], start: f64) -> String {
-    let cut: HashMap<u64, String> = entries(events)
+fn transcript(entries: &[(&StoredEvent, Entry)], start: f64) -> String {
+    let cut: HashMap<u64, &str> = entries
+        .iter()
         .filter_map(|(_, entry)| match entry {
-            Entry::Interrupted(i) => Some((i.msg_id, i.heard)),
+            Entry::Interrupted(i) => Some((i.msg_id, i.heard.as_str())),
             _ => None,
         })
         .collect();
     let mut out = String::from("<section><h2>Transcript</h2><div class=\"scroll\"><table>");
-    for (e, entry) in entries(events) {
+    for (e, entry) in entries {
         match entry {
             Entry::Caller(line) => {
                 let _ = write!(
@@ -360,10 +364,10 @@ fn transcript(events: &[StoredEvent], start: f64) -> String {
 }
 
 /// The conversation's states, when each began.
-fn timeline(events: &[StoredEvent], start: f64) -> String {
+fn timeline(entries: &[(&StoredEvent, Entry)], start: f64) -> String {
     let mut out =
         String::from("<section><h2>States</h2><div class=\"scroll\"><table><tr><th>at</th><th>from</th><th>to</th></tr>");
-    for (e, entry) in entries(events) {
+    for (e, entry) in entries {
         // `state {from, to}` (chat, replays), or a voice call's note
         // `{kind: "state", text: "from -> to"}`.
         let (from, to) = match &entry {
@@ -387,23 +391,23 @@ fn timeline(events: &[StoredEvent], start: f64) -> String {
 }
 
 /// Tool calls with their arguments, and results.
-fn tools(events: &[StoredEvent], start: f64) -> String {
+fn tools(entries: &[(&StoredEvent, Entry)], start: f64) -> String {
     let mut out = String::from(
         "<section><h2>Tools</h2><div class=\"scroll\"><table><tr><th>at</th><th>tool</th><th>arguments / result</th></tr>",
     );
-    for (e, entry) in entries(events) {
+    for (e, entry) in entries {
         let (what, tool, json) = match entry {
-            Entry::ToolCall(c) => ("called", c.tool, c.args),
-            Entry::ToolResult(r) => ("answered", r.tool, r.result),
+            Entry::ToolCall(c) => ("called", &c.tool, &c.args),
+            Entry::ToolResult(r) => ("answered", &r.tool, &r.result),
             _ => continue,
         };
         let _ = write!(
             out,
             "<tr><td>{}</td><td>{} {}</td><td><pre>{}</pre></td></tr>",
             offset(e, start),
-            esc(&tool),
+            esc(tool),
             what,
-            esc(&serde_json::to_string_pretty(&json).unwrap_or_default())
+            esc(&serde_json::to_string_pretty(json).unwrap_or_default())
         );
     }
     out.push_str("</table></div></section>");
@@ -605,12 +609,12 @@ mod tests {
                 json!({"kind": "state", "text": "welcome -> safety"}),
             ),
         ];
-        let t = transcript(&events, 100.0);
+        let t = transcript(&entries(&events), 100.0);
         assert!(t.contains("My AC &lt;broke&gt;"), "escaped: {t}");
         assert_eq!(t.matches("cut off").count(), 1, "{t}");
         assert!(t.contains("the caller heard: “Quick safety”"), "{t}");
         assert!(t.contains("4.0s"), "{t}");
-        let s = timeline(&events, 100.0);
+        let s = timeline(&entries(&events), 100.0);
         assert!(s.contains("<td>welcome</td><td>safety</td>"), "{s}");
     }
 
