@@ -360,3 +360,32 @@ pub fn print_agenda(
         );
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::TimeZone;
+
+    #[test]
+    fn an_agenda_emergency_says_when_who_where_and_what() {
+        let b = agent::BusinessProfile::default();
+        let mut e = crate::record::Emergency {
+            call_id: "CA_gas".into(),
+            started_at: chrono::Utc
+                .with_ymd_and_hms(2026, 2, 23, 16, 15, 0)
+                .unwrap(),
+            phone: "+15125559876".into(),
+            customer_name: String::new(),
+            address: "4329 Franklin Street".into(),
+            problem: "I smell gas in the kitchen".into(),
+            urgency: "emergency".into(),
+        };
+        assert_eq!(
+            agenda_emergency_line(&b, &e),
+            "  10:15 CST  EMERGENCY  512-555-9876  -  at 4329 Franklin Street  \
+             I smell gas in the kitchen"
+        );
+        e.address.clear();
+        assert!(agenda_emergency_line(&b, &e).contains("no address given"));
+    }
+}

@@ -155,36 +155,36 @@ fn describe() {
     );
 }
 
-/// The metrics of the server `app`, read now: the scrape-time gauges set,
-/// then everything recorded, as Prometheus text.
-pub(crate) async fn render(app: &crate::serve::App) -> String {
+/// What the server reads at scrape time (`GET /metrics`) for the gauges
+/// that describe "now" rather than count events.
+pub(crate) struct Scrape {
+    /// Calls live now.
+    pub live_calls: usize,
+    /// How late every call's player sent its frames.
+    pub pacing: voice::pacing::PacingSummary,
+    /// Whether lines skip the primary voice (its breaker open or probing).
+    pub tts_breaker_open: bool,
+    /// The outbox's depth and its oldest item's enqueue time (Unix seconds);
+    /// `None` when it could not be read in time (the gauges keep their
+    /// last values).
+    pub outbox: Option<(u64, Option<f64>)>,
+}
+
+/// Everything recorded, with the scrape-time gauges set from `now`, as
+/// Prometheus text (empty when no recorder is installed).
+pub(crate) fn render(now: Scrape) -> String {
     let Some(h) = handle() else {
         return String::new();
     };
-    metrics::gauge!(LIVE_CALLS).set(app.calls.live() as f64);
-    let pacing = app.pacing.summary();
-    metrics::counter!(PLAYER_FRAMES).absolute(pacing.frames);
-    metrics::counter!(PLAYER_FRAMES_LATE).absolute(pacing.late_20ms);
-    // Open, or half-open with its probe line in flight: lines skip the
-    // primary either way.
-    let open = app.voices.has_primary() && !app.voices.breaker().should_try();
-    metrics::gauge!(TTS_BREAKER_OPEN).set(if open { 1.0 } else { 0.0 });
-    // Bounded: a busy database must not cost the scrape (the gauges keep
-    // their last values meanwhile, and the log says so).
-    let waiting = tokio::time::timeout(
-        std::time::Duration::from_secs(1),
-        app.vendors.store.outbox_waiting(),
-    )
-    .await;
-    match waiting {
-        Ok(Ok((n, oldest))) => {
-            metrics::gauge!(OUTBOX_DEPTH).set(n as f64);
-            let now = chrono::Utc::now().timestamp_millis() as f64 / 1000.0;
-            let age = oldest.map_or(0.0, |t| (now - t).max(0.0));
-            metrics::gauge!(OUTBOX_OLDEST_AGE).set(age);
-        }
-        Ok(Err(e)) => tracing::warn!(error = %e, "metrics: cannot read the outbox"),
-        Err(_) => tracing::warn!("metrics: the outbox took over 1 s to read; its gauges are stale"),
+    metrics::gauge!(LIVE_CALLS).set(now.live_calls as f64);
+    metrics::counter!(PLAYER_FRAMES).absolute(now.pacing.frames);
+    metrics::counter!(PLAYER_FRAMES_LATE).absolute(now.pacing.late_20ms);
+    metrics::gauge!(TTS_BREAKER_OPEN).set(if now.tts_breaker_open { 1.0 } else { 0.0 });
+    if let Some((n, oldest)) = now.outbox {
+        metrics::gauge!(OUTBOX_DEPTH).set(n as f64);
+        let t = chrono::Utc::now().timestamp_millis() as f64 / 1000.0;
+        let age = oldest.map_or(0.0, |o| (t - o).max(0.0));
+        metrics::gauge!(OUTBOX_OLDEST_AGE).set(age);
     }
     h.render()
 }

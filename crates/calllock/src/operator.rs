@@ -14,7 +14,7 @@
 //!   any process on the same database), every older session is over. A
 //!   request with a session cookie waits for the hash in force to be read
 //!   again when what this process knows is older than
-//!   [`PASSWORD_CONFIRM_EVERY`] (`serve::signin::fresh_password`), so a
+//!   [`PASSWORD_CONFIRM_EVERY`] (`web::signin::fresh_password`), so a
 //!   change ends old sessions from the next request on.
 //! - Every state change made with a session cookie must carry the
 //!   session's CSRF token (`X-CSRF-Token`); an API token in

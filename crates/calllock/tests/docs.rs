@@ -3,7 +3,11 @@
 //! stay byte-for-byte in sync with the team's shared copies (checked when
 //! `../shared` is present, as in a development checkout and CI); the
 //! project's own `docs/ARCHITECTURE.md` maps every crate and top-level
-//! folder; and every path the README names exists.
+//! folder; every path the README names exists; and no file of `calllock`
+//! imports a file that imports it back.
+
+#[path = "support/imports.rs"]
+mod imports;
 
 use std::path::{Path, PathBuf};
 
@@ -133,4 +137,34 @@ fn the_path_reader_finds_links_and_code_spans() {
         "see [a](docs/A.md#x), `crates/agent/src/x.rs`, [web](https://x.y) and `cargo test`",
     );
     assert_eq!(p, vec!["docs/A.md", "crates/agent/src/x.rs"]);
+}
+
+/// ARCHITECTURE.md, "no import circle": inside `calllock`, files depend on
+/// one another in one direction (see `support/imports.rs` for what counts
+/// as an import).
+#[test]
+fn no_file_of_calllock_imports_a_file_that_imports_it_back() {
+    let graph = imports::Graph::of_crate(&Path::new(env!("CARGO_MANIFEST_DIR")).join("src"));
+    assert!(
+        graph.files.len() > 50 && graph.edges.values().map(|e| e.len()).sum::<usize>() > 100,
+        "the import graph was not read ({} files)",
+        graph.files.len()
+    );
+    let mut report = String::new();
+    for circle in graph.circles() {
+        report.push_str("a circle:\n");
+        for m in &circle {
+            let into: Vec<String> = graph.edges[m]
+                .iter()
+                .filter(|t| circle.contains(t))
+                .map(|t| graph.name(t))
+                .collect();
+            report.push_str(&format!(
+                "  {} imports {}\n",
+                graph.name(m),
+                into.join(", ")
+            ));
+        }
+    }
+    assert!(report.is_empty(), "{report}");
 }

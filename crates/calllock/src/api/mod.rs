@@ -19,7 +19,7 @@
 
 pub mod openapi;
 
-use crate::serve::App;
+use crate::serve::app::App;
 use axum::extract::rejection::{PathRejection, QueryRejection};
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode};
@@ -102,7 +102,7 @@ fn authorized(app: &App, headers: &HeaderMap) -> Result<Caller, ApiError> {
     if crate::serve::auth::bearer_ok(headers, &app.cfg.serve.api_token) {
         return Ok(Caller::Token);
     }
-    if let Some((_, s)) = crate::serve::signin::session_of(app, headers) {
+    if let Some((_, s)) = crate::web::signin::session_of(app, headers) {
         return Ok(Caller::Session(s));
     }
     Err(ApiError(
@@ -115,7 +115,7 @@ fn authorized(app: &App, headers: &HeaderMap) -> Result<Caller, ApiError> {
 fn authorized_change(app: &App, headers: &HeaderMap) -> Result<Caller, ApiError> {
     let who = authorized(app, headers)?;
     if let Caller::Session(s) = &who {
-        if !crate::serve::signin::csrf_ok(headers, &s.csrf) {
+        if !crate::web::signin::csrf_ok(headers, &s.csrf) {
             return Err(ApiError(
                 StatusCode::FORBIDDEN,
                 "a change needs the session's CSRF token (X-CSRF-Token; see /api/session)".into(),

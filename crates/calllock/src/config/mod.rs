@@ -11,10 +11,12 @@ use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
 mod local_speech;
+mod paths;
 mod recording;
 mod serve;
 mod speech;
 pub use local_speech::SpeechSection;
+pub use paths::default_database;
 pub use recording::RecordingSection;
 pub use serve::{ServeSection, TwilioSection};
 pub use speech::{DeepgramSection, InworldSection, TtsSection};
@@ -317,20 +319,6 @@ pub fn default_instance() -> String {
         .map(|h| h.trim().to_string())
         .filter(|h| !h.is_empty())
         .unwrap_or_else(|| "calllock".into())
-}
-
-/// `$XDG_DATA_HOME/calllock/calllock.db`, else `~/.local/share/…`, else
-/// `./calllock.db`.
-pub fn default_database() -> PathBuf {
-    if let Some(d) = std::env::var_os("XDG_DATA_HOME").filter(|v| !v.is_empty()) {
-        return PathBuf::from(d).join("calllock").join("calllock.db");
-    }
-    if let Some(h) = std::env::var_os("HOME").filter(|v| !v.is_empty()) {
-        return PathBuf::from(h)
-            .join(".local/share/calllock")
-            .join("calllock.db");
-    }
-    PathBuf::from("calllock.db")
 }
 
 impl Config {

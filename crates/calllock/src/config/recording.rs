@@ -40,7 +40,7 @@ impl RecordingSection {
         }
         let db = database.to_string_lossy();
         if db.starts_with("postgres://") || db.starts_with("postgresql://") {
-            return super::default_database()
+            return super::paths::default_database()
                 .parent()
                 .map_or_else(|| PathBuf::from("recordings"), |d| d.join("recordings"));
         }

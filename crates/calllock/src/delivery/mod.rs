@@ -39,7 +39,7 @@
 
 use crate::record::{self, FinishedCall};
 use crate::sim::Outcome;
-use agent::backend::{Backend, ToolCall};
+use agent::backend::Backend;
 use agent::classify::classification_prompt;
 use agent::postcall::{
     booking_status, build_call_payload, build_emergency_alert, merge_classification,
@@ -53,49 +53,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 mod outbox_worker;
+mod retry;
+use outbox_worker::id_field;
 pub use outbox_worker::{
     explain_waits, in_seconds, DrainReport, OutboxWorker, RetryOutcome, Wait, WaitReason,
 };
-
-/// Seconds since the Unix epoch.
-pub type Clock = Arc<dyn Fn() -> f64 + Send + Sync>;
-
-/// A sleep that tests can replace (records the durations, returns at once).
-pub use providers::dashboard::Sleeper;
-
-/// The system clock.
-pub fn system_clock() -> Clock {
-    Arc::new(|| chrono::Utc::now().timestamp_millis() as f64 / 1000.0)
-}
-
-/// A real sleep.
-pub fn real_sleeper() -> Sleeper {
-    providers::dashboard::tokio_sleeper()
-}
-
-/// Retry delays of the outbox: `base · 2^(attempts − 1)`, at most `max`.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Backoff {
-    pub base_s: f64,
-    pub max_s: f64,
-}
-
-impl Default for Backoff {
-    fn default() -> Self {
-        Backoff {
-            base_s: 5.0,
-            max_s: 300.0,
-        }
-    }
-}
-
-impl Backoff {
-    /// The wait after the `attempts`-th failed attempt (≥ 1).
-    pub fn delay_s(&self, attempts: i64) -> f64 {
-        let exp = attempts.clamp(1, 40) - 1;
-        (self.base_s * 2f64.powi(exp as i32)).min(self.max_s)
-    }
-}
+pub use retry::{real_sleeper, system_clock, Backoff, Clock, Sleeper};
 
 use store::{CallStatus, OutboxKind, OutboxStatus};
 
@@ -399,14 +362,6 @@ enum Enqueued {
     Existing(Box<store::OutboxItem>),
     /// The outbox could not be written (the attempt still happens).
     Untracked,
-}
-
-fn id_field(v: &Value, key: &str) -> Option<String> {
-    match v.get(key)? {
-        Value::String(s) if !s.is_empty() => Some(s.clone()),
-        Value::Number(n) => Some(n.to_string()),
-        _ => None,
-    }
 }
 
 /// The §7.9 timestamped dump of a call, with `duration_s`.

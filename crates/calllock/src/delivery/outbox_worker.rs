@@ -5,8 +5,14 @@
 //! ([`OutboxWorker::retry_now`]). See the [module above](super) for the
 //! rules.
 
-use super::*;
+use super::retry::{Backoff, Clock};
+use agent::backend::{Backend, ToolCall};
+use providers::dashboard::DashboardClient;
+use serde_json::{json, Value};
+use std::sync::Arc;
+use std::time::Duration;
 use store::{OutboxClaim, OutboxItem, OutboxLane};
+use store::{OutboxKind, OutboxStatus};
 
 /// What [`OutboxWorker::retry_now`] did.
 #[derive(Debug, Clone, PartialEq)]
@@ -397,5 +403,14 @@ pub fn in_seconds(seconds: f64) -> String {
         format!("{s:.0} s ({:.0} min)", (s / 60.0).round())
     } else {
         format!("{s:.0} s ({:.0} h)", (s / 3_600.0).round())
+    }
+}
+
+/// An id the dashboard answered with (a string, or a number).
+pub(super) fn id_field(v: &Value, key: &str) -> Option<String> {
+    match v.get(key)? {
+        Value::String(s) if !s.is_empty() => Some(s.clone()),
+        Value::Number(n) => Some(n.to_string()),
+        _ => None,
     }
 }

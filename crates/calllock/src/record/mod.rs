@@ -389,13 +389,5 @@ mod tests {
                 urgency: "emergency".into(),
             }]
         );
-        assert_eq!(
-            crate::display::agenda_emergency_line(&b, &list[0]),
-            "  10:15 CST  EMERGENCY  512-555-9876  -  at 4329 Franklin Street  \
-             I smell gas in the kitchen"
-        );
-        let mut none = list[0].clone();
-        none.address.clear();
-        assert!(crate::display::agenda_emergency_line(&b, &none).contains("no address given"));
     }
 }

@@ -1,7 +1,7 @@
 //! One call's recording: where each frame lands on its side's timeline,
 //! batched into half seconds for the writer thread.
 
-use super::{Msg, Side, RATE};
+use super::raw::{Msg, Side, RATE};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{SyncSender, TrySendError};
 use std::sync::{Arc, Mutex};

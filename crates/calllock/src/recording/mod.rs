@@ -31,9 +31,13 @@
 //! the same sweep deletes recordings older than `recording.keep_days`.
 
 mod call;
+mod raw;
 mod writer;
 
 pub use call::CallRecording;
+pub use raw::usable_id;
+
+use raw::{raw_path, Msg, Side};
 
 use crate::config::Config;
 use anyhow::{Context, Result};
@@ -43,50 +47,8 @@ use std::sync::mpsc::{sync_channel, SyncSender};
 use std::sync::Arc;
 use std::time::Duration;
 
-/// 8 kHz µ-law: bytes (samples) per second of one side.
-pub(crate) const RATE: u64 = 8000;
 /// Messages the writer's queue holds (about 200 calls' half seconds).
 const QUEUE: usize = 512;
-
-/// What a call hands the writer thread.
-#[derive(Debug)]
-pub(crate) enum Msg {
-    /// `bytes` of `side`, starting `at` samples into the call.
-    Write {
-        call: Arc<str>,
-        side: Side,
-        at: u64,
-        bytes: Vec<u8>,
-    },
-    /// Samples `from..to` of `side` were never played: silence them.
-    Silence {
-        call: Arc<str>,
-        side: Side,
-        from: u64,
-        to: u64,
-    },
-    /// The call is over: merge its sides into `<call>.wav`, then answer.
-    Finish {
-        call: Arc<str>,
-        done: Option<tokio::sync::oneshot::Sender<()>>,
-    },
-}
-
-/// One side of a call.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Side {
-    Caller,
-    Agent,
-}
-
-impl Side {
-    fn file_suffix(self) -> &'static str {
-        match self {
-            Side::Caller => "caller.ulaw",
-            Side::Agent => "agent.ulaw",
-        }
-    }
-}
 
 /// The process's recorder: where recordings go and the writer thread.
 #[derive(Clone)]
@@ -166,17 +128,4 @@ impl Recorder {
     pub fn dropped(&self) -> u64 {
         self.dropped.load(std::sync::atomic::Ordering::Relaxed)
     }
-}
-
-/// A call id that is safe as a file name (`CA…` call SIDs, local ids).
-pub fn usable_id(id: &str) -> bool {
-    !id.is_empty()
-        && id.len() <= 64
-        && id
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
-}
-
-fn raw_path(dir: &Path, call: &str, side: Side) -> PathBuf {
-    dir.join(format!("{call}.{}", side.file_suffix()))
 }

@@ -11,7 +11,7 @@
 //! touched for two minutes (a crash, or a `Finish` that could not be
 //! queued) and deletes recordings older than `recording.keep_days`.
 
-use super::{raw_path, Msg, Side, RATE};
+use super::raw::{raw_path, usable_id, Msg, Side, RATE};
 use std::collections::{HashMap, HashSet};
 use std::fs::{File, OpenOptions};
 use std::io::{BufReader, BufWriter, Read, Seek, SeekFrom, Write};
@@ -171,7 +171,7 @@ impl Writer {
                 .iter()
                 .find_map(|s| name.strip_suffix(&format!(".{}", s.file_suffix())))
             {
-                if super::usable_id(call) && !self.live.contains_key(call) {
+                if usable_id(call) && !self.live.contains_key(call) {
                     orphans.insert(call.to_string());
                 }
             } else {

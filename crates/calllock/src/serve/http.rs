@@ -12,7 +12,7 @@
 //! (the base with `http`→`ws`), with no parameters. Both are checked before
 //! anything else happens — no vendor connection opens for a forged request.
 
-use super::App;
+use super::app::App;
 use axum::body::Bytes;
 use axum::extract::ws::WebSocketUpgrade;
 use axum::extract::{ConnectInfo, OriginalUri, Query, State};
@@ -22,6 +22,37 @@ use providers::twilio::{signature, twiml};
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::Arc;
+
+/// The server's gauges, read now for a scrape.
+async fn scrape(app: &App) -> crate::metrics::Scrape {
+    // Open, or half-open with its probe line in flight: lines skip the
+    // primary either way.
+    let tts_breaker_open = app.voices.has_primary() && !app.voices.breaker().should_try();
+    // Bounded: a busy database must not cost the scrape (the gauges keep
+    // their last values meanwhile, and the log says so).
+    let waiting = tokio::time::timeout(
+        std::time::Duration::from_secs(1),
+        app.vendors.store.outbox_waiting(),
+    )
+    .await;
+    let outbox = match waiting {
+        Ok(Ok(waiting)) => Some(waiting),
+        Ok(Err(e)) => {
+            tracing::warn!(error = %e, "metrics: cannot read the outbox");
+            None
+        }
+        Err(_) => {
+            tracing::warn!("metrics: the outbox took over 1 s to read; its gauges are stale");
+            None
+        }
+    };
+    crate::metrics::Scrape {
+        live_calls: app.calls.live(),
+        pacing: app.pacing.summary(),
+        tts_breaker_open,
+        outbox,
+    }
+}
 
 /// `GET /metrics`: Prometheus text ([`crate::metrics`]); with
 /// `serve.metrics_token` set, only for `Authorization: Bearer <token>`.
@@ -35,7 +66,7 @@ pub(super) async fn metrics(State(app): State<Arc<App>>, headers: HeaderMap) -> 
         )
             .into_response();
     }
-    let body = crate::metrics::render(&app).await;
+    let body = crate::metrics::render(scrape(&app).await);
     (
         [(
             axum::http::header::CONTENT_TYPE,
@@ -61,7 +92,7 @@ fn may_read_health(app: &App, headers: &HeaderMap, peer: SocketAddr) -> bool {
     (local && !forwarded && !cfg.trusted_proxy)
         || super::auth::bearer_ok(headers, &cfg.metrics_token)
         || super::auth::bearer_ok(headers, &cfg.api_token)
-        || super::signin::session_of(app, headers).is_some()
+        || crate::web::signin::session_of(app, headers).is_some()
 }
 
 /// `GET /health`: `ok`, or 503 `draining` (for load balancers: no
@@ -307,7 +338,7 @@ pub(super) async fn twiml(
         metrics::counter!(crate::metrics::CALLS_REFUSED, "reason" => reason).increment(1);
         let app2 = app.clone();
         let line2 = line.clone();
-        tokio::spawn(async move { super::turned_away(&app2, &from, &call_sid, &line2).await });
+        tokio::spawn(async move { super::app::turned_away(&app2, &from, &call_sid, &line2).await });
         return twiml_response(twiml::say_and_hang_up(&line));
     }
     let stream_url = format!("{}/ws/twilio", ws_base(&base));

@@ -16,24 +16,21 @@
 //! rest politely; a second call to it ends them at once. Every call's
 //! record is written either way.
 
+pub mod app;
 pub(crate) mod auth;
 pub(crate) mod http;
 pub mod listen;
 pub mod live;
 pub mod playout;
-pub(crate) mod signin;
 
-pub(crate) use http::health_report;
 pub mod speech;
 pub mod twilio_call;
 pub mod twilio_sink;
 
 use crate::config::Config;
-use crate::delivery::PostCall;
 use crate::instance::KeepAlive;
-use crate::sim::{EndedBy, Outcome};
-use crate::wiring::Vendors;
 use anyhow::{Context, Result};
+use app::App;
 use axum::routing::get;
 use live::{Ending, LiveCalls};
 use providers::twilio::rest::{TwilioRest, TwilioRestConfig};
@@ -41,28 +38,6 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::watch;
-
-/// Everything a request handler needs.
-pub struct App {
-    pub cfg: Arc<Config>,
-    pub vendors: Vendors,
-    pub post: PostCall,
-    pub calls: Arc<LiveCalls>,
-    /// The REST client (hang-up), when Twilio credentials are configured.
-    pub rest: Option<TwilioRest>,
-    /// This process's id: the owner of its live calls in the database.
-    pub owner: String,
-    /// The address the server listens on.
-    pub addr: SocketAddr,
-    /// How late every call's player sent its frames.
-    pub pacing: Arc<voice::pacing::PacingStats>,
-    /// The speech vendors (clients and the voice breaker shared by calls).
-    pub voices: speech::Voices,
-    /// The operator's sessions and sign-in failures.
-    pub operator: crate::operator::Operator,
-    /// Where calls are recorded (`None`: recording is off or impossible).
-    pub recordings: Option<crate::recording::Recorder>,
-}
 
 /// A running server.
 pub struct Server {
@@ -176,8 +151,6 @@ impl Server {
         let router = axum::Router::new()
             .route("/health", get(http::health))
             .route("/metrics", get(http::metrics))
-            .route("/login", get(signin::form).post(signin::sign_in))
-            .route("/logout", axum::routing::post(signin::sign_out))
             .merge(crate::api::router())
             .merge(crate::web::router())
             .route("/twiml", get(http::twiml).post(http::twiml))
@@ -187,7 +160,7 @@ impl Server {
             // Sessions judged against the password in force, read afresh.
             .layer(axum::middleware::from_fn_with_state(
                 app.clone(),
-                signin::fresh_password,
+                crate::web::signin::fresh_password,
             ))
             .with_state(app.clone());
         let (stop_http, stop_rx) = watch::channel(false);
@@ -260,50 +233,6 @@ impl Server {
         let _ = self.stop_worker.send(true);
         self.alive.stop().await;
     }
-}
-
-/// A caller the server could not take (full or shutting down): their call
-/// is recorded and a callback created (or left in the outbox), so nothing
-/// is lost.
-async fn turned_away(app: &App, from: &str, call_sid: &str, line: &str) {
-    let now = chrono::Utc::now().timestamp_millis() as f64 / 1000.0;
-    let mut session = agent::Session::new(if from.is_empty() {
-        "unknown".to_string()
-    } else {
-        from.chars().take(64).collect()
-    });
-    session.call_sid = if call_sid.trim().is_empty() {
-        format!("CA-busy-{}", chrono::Utc::now().format("%Y%m%d-%H%M%S-%6f"))
-    } else {
-        format!(
-            "{}-busy",
-            call_sid.trim().chars().take(64).collect::<String>()
-        )
-    };
-    session.state = agent::State::Callback;
-    session.callback_type = "service".into();
-    session.problem_description = "Called while every line was busy; call back.".into();
-    session
-        .transcript_log
-        .push(agent::session::TranscriptEntry::agent(
-            line,
-            now,
-            agent::State::Callback,
-        ));
-    let mut outcome = Outcome {
-        session,
-        ended_by: EndedBy::Agent,
-        start_time: now,
-        end_time: now,
-        tools: Vec::new(),
-    };
-    let report = app.post.handle_call_ended(&mut outcome, false).await;
-    tracing::info!(
-        call_id = outcome.session.call_sid,
-        callback_created = outcome.session.callback_created,
-        pending = report.pending.len(),
-        "turned-away call recorded"
-    );
 }
 
 /// Options of `calllock serve` beyond the configuration.

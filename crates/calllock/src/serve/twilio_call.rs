@@ -28,8 +28,9 @@
 //! that the caller is the signed-in operator's browser (never what the
 //! page claims) and there is no Twilio call to hang up.
 
+use super::app::App;
+use super::live::Ending;
 use super::twilio_sink::{ledger, FirstHeard, Outgoing, SharedLedger, TwilioSink};
-use super::{App, Ending};
 use crate::sim::{EndedBy, Outcome};
 use crate::voice_call::{start_call, CallEnd, CallParts, Pacing, ResponderLlm};
 use agent::engine::Engine;

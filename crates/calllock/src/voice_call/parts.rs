@@ -1,7 +1,9 @@
 //! Assembling a voice call: the stages in order, the conversation stage
 //! with its journal, and the player that paces agent audio into a sink.
 
-use super::{CallControl, ConversationStage, VoiceJournal};
+use super::conversation::{CallControl, ConversationStage};
+use super::journal::VoiceJournal;
+use super::played::PlayedProof;
 use agent::backend::Backend;
 use agent::engine::Engine;
 use agent::responder::Responder;
@@ -36,18 +38,6 @@ pub struct CallParts<D, S> {
     /// mark echoes), read when the call ends so a line the caller hung up
     /// on is recorded as far as they heard it (none: the player's count).
     pub played_proof: Option<PlayedProof>,
-}
-
-/// What the far end proved it played of utterance `id`.
-pub type PlayedProof = Arc<dyn Fn(voice::frames::UtteranceId) -> Played + Send + Sync>;
-
-/// What the far end proved it played of one utterance.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct Played {
-    /// How much of its audio.
-    pub heard: Duration,
-    /// All of it, to its last frame.
-    pub whole: bool,
 }
 
 /// A running voice call.

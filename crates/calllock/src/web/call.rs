@@ -11,7 +11,7 @@ use super::html::{self, esc};
 use crate::journal::Entry;
 use crate::latency::TurnLatency;
 use crate::record::FinishedCall;
-use crate::serve::App;
+use crate::serve::app::App;
 use agent::session::Session;
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode};
@@ -33,14 +33,14 @@ pub(super) async fn page(
     Path(id): Path<String>,
     Query(params): Query<HashMap<String, String>>,
 ) -> Response {
-    if super::signed_in(&app, &headers).is_none() {
-        return super::to_login();
+    if super::page::signed_in(&app, &headers).is_none() {
+        return super::page::to_login();
     }
     let fragment = params.get("fragment").is_some_and(|v| v == "1");
     let store = &app.vendors.store;
     let unavailable = |e: store::StoreError| {
         tracing::error!(error = %e, "dashboard: cannot read a call");
-        super::message(
+        super::page::message(
             StatusCode::SERVICE_UNAVAILABLE,
             "Call",
             "The database is unavailable.",
@@ -49,7 +49,7 @@ pub(super) async fn page(
     let summary = match store.call_summary(&id).await {
         Ok(Some(s)) => s,
         Ok(None) => {
-            return super::message(StatusCode::NOT_FOUND, "Call", &format!("No call {id}."))
+            return super::page::message(StatusCode::NOT_FOUND, "Call", &format!("No call {id}."))
         }
         Err(e) => return unavailable(e),
     };
@@ -105,7 +105,7 @@ pub(super) async fn page(
         body.push_str("<span data-final hidden></span>");
     }
     if fragment {
-        return super::answer("Call", body, true);
+        return super::page::answer("Call", body, true);
     }
     let refresh = if live {
         format!(" data-refresh=\"{REFRESH_S}\"")
@@ -113,7 +113,7 @@ pub(super) async fn page(
         String::new()
     };
     let page = format!("<div id=\"live\"{refresh}>{body}</div>");
-    super::answer(&format!("Call from {who}"), page, false)
+    super::page::answer(&format!("Call from {who}"), page, false)
 }
 
 /// A call's post-call record, read through the writer's types; none for a

@@ -7,7 +7,7 @@
 
 use super::html::{self, esc};
 use crate::record::FinishedCall;
-use crate::serve::App;
+use crate::serve::app::App;
 use agent::BusinessProfile;
 use axum::extract::{Query, State};
 use axum::http::{HeaderMap, StatusCode};
@@ -287,21 +287,21 @@ pub(super) async fn page(
     headers: HeaderMap,
     Query(params): Query<HashMap<String, String>>,
 ) -> Response {
-    if super::signed_in(&app, &headers).is_none() {
-        return super::to_login();
+    if super::page::signed_in(&app, &headers).is_none() {
+        return super::page::to_login();
     }
     let fragment = params.get("fragment").is_some_and(|v| v == "1");
     let business = &app.cfg.business;
     let query = match api_params(&params, business).and_then(|p| crate::api::call_query(&p)) {
         Ok(q) => q,
-        Err(why) => return super::message(StatusCode::BAD_REQUEST, "Calls", &why),
+        Err(why) => return super::page::message(StatusCode::BAD_REQUEST, "Calls", &why),
     };
     let store = &app.vendors.store;
     let page = match store.search_calls(&query).await {
         Ok(p) => p,
         Err(e) => {
             tracing::error!(error = %e, "dashboard: cannot list calls");
-            return super::message(
+            return super::page::message(
                 StatusCode::SERVICE_UNAVAILABLE,
                 "Calls",
                 "The database is unavailable.",
@@ -349,13 +349,13 @@ pub(super) async fn page(
         n = page.calls.len()
     );
     if fragment {
-        return super::answer("Calls", table, true);
+        return super::page::answer("Calls", table, true);
     }
     let body = format!(
         "<h1>Calls</h1>{}<div id=\"live\" data-refresh=\"{REFRESH_S}\">{table}</div>",
         filters(&params, business)
     );
-    super::answer("Calls", body, false)
+    super::page::answer("Calls", body, false)
 }
 
 /// `s` percent-encoded for a query string.

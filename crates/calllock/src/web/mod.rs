@@ -22,20 +22,25 @@ pub mod call;
 pub mod calls;
 pub mod html;
 pub mod outbox;
+pub mod page;
 pub mod phone;
 pub mod recording;
+pub mod signin;
 
-use crate::serve::App;
+use crate::serve::app::App;
 use axum::extract::{Request, State};
-use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::http::{header, HeaderMap, HeaderValue};
 use axum::middleware::Next;
-use axum::response::{Html, IntoResponse, Response};
+use axum::response::{IntoResponse, Response};
 use axum::routing::get;
+use page::{answer, signed_in, to_login};
 use std::sync::Arc;
 
 /// The dashboard's routes.
 pub(crate) fn router() -> axum::Router<Arc<App>> {
     axum::Router::new()
+        .route("/login", get(signin::form).post(signin::sign_in))
+        .route("/logout", axum::routing::post(signin::sign_out))
         .route("/", get(calls::page))
         .route("/calls/{id}", get(call::page))
         .route("/calls/{id}/recording.wav", get(recording::file))
@@ -113,37 +118,12 @@ async fn phone_js() -> Response {
     script(phone::PHONE_JS)
 }
 
-/// The operator's session (else answer [`to_login`]).
-pub(crate) fn signed_in(app: &App, headers: &HeaderMap) -> Option<crate::operator::Session> {
-    crate::serve::signin::session_of(app, headers).map(|(_, s)| s)
-}
-
-/// The redirect to sign in.
-pub(crate) fn to_login() -> Response {
-    (StatusCode::SEE_OTHER, [(header::LOCATION, "/login")]).into_response()
-}
-
-/// A page, or (with `fragment`) only its live part.
-pub(crate) fn answer(title: &str, body: String, fragment: bool) -> Response {
-    if fragment {
-        Html(body).into_response()
-    } else {
-        Html(html::page(title, &body)).into_response()
-    }
-}
-
-/// A message page (an error the operator can act on).
-pub(crate) fn message(status: StatusCode, title: &str, text: &str) -> Response {
-    let body = format!("<h1>{}</h1><p>{}</p>", html::esc(title), html::esc(text));
-    (status, Html(html::page(title, &body))).into_response()
-}
-
 /// `/status`: what `/health?verbose=1` says, for a person.
 async fn status(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
     if signed_in(&app, &headers).is_none() {
         return to_login();
     }
-    let health = crate::serve::health_report(&app).await;
+    let health = crate::serve::http::health_report(&app).await;
     let mut rows = String::new();
     flatten("", &health, &mut rows);
     let body = format!("<h1>Health</h1><table><tr><th>what</th><th>value</th></tr>{rows}</table>");

@@ -13,7 +13,7 @@
 
 use super::html::esc;
 use crate::delivery::{explain_waits, in_seconds, Wait, WaitReason};
-use crate::serve::App;
+use crate::serve::app::App;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
@@ -22,14 +22,14 @@ use std::sync::Arc;
 
 /// `GET /outbox`.
 pub(super) async fn page(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
-    let Some(session) = super::signed_in(&app, &headers) else {
-        return super::to_login();
+    let Some(session) = super::page::signed_in(&app, &headers) else {
+        return super::page::to_login();
     };
     let items = match app.vendors.store.outbox_pending().await {
         Ok(i) => i,
         Err(e) => {
             tracing::error!(error = %e, "dashboard: cannot read the outbox");
-            return super::message(
+            return super::page::message(
                 StatusCode::SERVICE_UNAVAILABLE,
                 "Outbox",
                 "The database is unavailable.",
@@ -76,7 +76,7 @@ pub(super) async fn page(State(app): State<Arc<App>>, headers: HeaderMap) -> Res
             waits.len()
         )
     };
-    super::answer("Outbox", body, false)
+    super::page::answer("Outbox", body, false)
 }
 
 /// The "why it waits" of one item, in words.

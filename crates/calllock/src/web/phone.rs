@@ -11,9 +11,9 @@
 //! ([`BROWSER_CALLER`](crate::serve::twilio_call::BROWSER_CALLER)) and no
 //! Twilio call to hang up.
 
-use super::{answer, signed_in, to_login};
+use super::page::{answer, signed_in, to_login};
+use crate::serve::app::App;
 use crate::serve::twilio_call::{self, Line};
-use crate::serve::App;
 use axum::extract::ws::WebSocketUpgrade;
 use axum::extract::State;
 use axum::http::{header, HeaderMap, StatusCode};

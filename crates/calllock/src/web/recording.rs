@@ -8,7 +8,7 @@
 //! answered 416 when it lies beyond the file's end.
 
 use super::html::esc;
-use crate::serve::App;
+use crate::serve::app::App;
 use axum::extract::{Path, Request, State};
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -45,18 +45,18 @@ pub(super) async fn file(
     Path(id): Path<String>,
     mut req: Request,
 ) -> Response {
-    if super::signed_in(&app, req.headers()).is_none() {
-        return super::to_login();
+    if super::page::signed_in(&app, req.headers()).is_none() {
+        return super::page::to_login();
     }
     let Some(rec) = &app.recordings else {
-        return super::message(
+        return super::page::message(
             StatusCode::NOT_FOUND,
             "Recording",
             "Calls are not recorded (recording.enabled = false).",
         );
     };
     let Some(path) = rec.file(&id) else {
-        return super::message(
+        return super::page::message(
             StatusCode::NOT_FOUND,
             "Recording",
             &format!("No recording of call {id}."),

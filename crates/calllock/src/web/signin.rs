@@ -8,11 +8,11 @@
 //! `Retry-After` when the password checks are all busy, or no password is
 //! set. Each answer is the form again with why, in words.
 
-use super::App;
 use crate::operator::{
     cookie_token, device_token, forwarded_client, is_known_device, Refused, SignInLimits, COOKIE,
     DEVICE_COOKIE, DEVICE_TTL, PASSWORD_CONFIRM_EVERY, SESSION_TTL,
 };
+use crate::serve::app::App;
 use axum::extract::{ConnectInfo, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{Html, IntoResponse, Response};
@@ -108,7 +108,7 @@ fn page(status: StatusCode, message: &str) -> Response {
          <form method=\"post\" action=\"/login\"><label>Operator password\
          <input type=\"password\" name=\"password\" autocomplete=\"current-password\" autofocus required></label>\
          <button type=\"submit\">Sign in</button></form></body></html>",
-        crate::web::html::esc(message)
+        super::html::esc(message)
     );
     (status, Html(body)).into_response()
 }

@@ -1,0 +1,83 @@
+//! The server's shared state: what every request handler and every call
+//! on the server reads ([`App`]), and the record of a caller the server
+//! could not take.
+//!
+//! Handlers in `serve/`, `web/` and `api/` import [`App`] from here, not
+//! from `serve`'s root, which assembles their routes: so no file imports
+//! one that imports it back.
+
+use super::live::LiveCalls;
+use super::speech;
+use crate::config::Config;
+use crate::delivery::PostCall;
+use crate::sim::{EndedBy, Outcome};
+use crate::wiring::Vendors;
+use providers::twilio::rest::TwilioRest;
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+/// Everything a request handler needs.
+pub struct App {
+    pub cfg: Arc<Config>,
+    pub vendors: Vendors,
+    pub post: PostCall,
+    pub calls: Arc<LiveCalls>,
+    /// The REST client (hang-up), when Twilio credentials are configured.
+    pub rest: Option<TwilioRest>,
+    /// This process's id: the owner of its live calls in the database.
+    pub owner: String,
+    /// The address the server listens on.
+    pub addr: SocketAddr,
+    /// How late every call's player sent its frames.
+    pub pacing: Arc<voice::pacing::PacingStats>,
+    /// The speech vendors (clients and the voice breaker shared by calls).
+    pub voices: speech::Voices,
+    /// The operator's sessions and sign-in failures.
+    pub operator: crate::operator::Operator,
+    /// Where calls are recorded (`None`: recording is off or impossible).
+    pub recordings: Option<crate::recording::Recorder>,
+}
+
+/// A caller the server could not take (full or shutting down): their call
+/// is recorded and a callback created (or left in the outbox), so nothing
+/// is lost.
+pub(super) async fn turned_away(app: &App, from: &str, call_sid: &str, line: &str) {
+    let now = chrono::Utc::now().timestamp_millis() as f64 / 1000.0;
+    let mut session = agent::Session::new(if from.is_empty() {
+        "unknown".to_string()
+    } else {
+        from.chars().take(64).collect()
+    });
+    session.call_sid = if call_sid.trim().is_empty() {
+        format!("CA-busy-{}", chrono::Utc::now().format("%Y%m%d-%H%M%S-%6f"))
+    } else {
+        format!(
+            "{}-busy",
+            call_sid.trim().chars().take(64).collect::<String>()
+        )
+    };
+    session.state = agent::State::Callback;
+    session.callback_type = "service".into();
+    session.problem_description = "Called while every line was busy; call back.".into();
+    session
+        .transcript_log
+        .push(agent::session::TranscriptEntry::agent(
+            line,
+            now,
+            agent::State::Callback,
+        ));
+    let mut outcome = Outcome {
+        session,
+        ended_by: EndedBy::Agent,
+        start_time: now,
+        end_time: now,
+        tools: Vec::new(),
+    };
+    let report = app.post.handle_call_ended(&mut outcome, false).await;
+    tracing::info!(
+        call_id = outcome.session.call_sid,
+        callback_created = outcome.session.callback_created,
+        pending = report.pending.len(),
+        "turned-away call recorded"
+    );
+}

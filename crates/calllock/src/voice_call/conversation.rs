@@ -1,0 +1,686 @@
+//! The conversation stage: the sans-IO [`Engine`] inside the voice
+//! pipeline, with the call's event log, the interruption accountant, the
+//! background work and the per-turn clocks (see the module above).
+
+use agent::backend::Backend;
+use agent::engine::{Effect, Engine, Input, Timer};
+use agent::extract::ExtractedFields;
+use agent::prompts::Canned;
+use agent::responder::{
+    ChatMessage, ChatRole, ExtractionRequest, Responder, ScopedRequest, TurnRequest,
+};
+use agent::session::Session;
+use serde_json::Value;
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::{oneshot, watch};
+use tokio::time::Instant;
+use voice::accountant::{Accountant, Outcome};
+use voice::floor::{Floor, MuteReason};
+use voice::frames::{ControlFrame, Custom, Data, Frame, SystemFrame, UtteranceId, UtteranceText};
+use voice::history::{
+    AgentSource, Event, EventLog, MsgId, Role as LogRole, ToolCallId, ToolOutcome,
+};
+use voice::stages::llm::{LlmReply, LlmToolCall};
+use voice::{Ctx, Direction, Stage};
+
+use super::journal::VoiceJournal;
+use super::latency::{TurnClocks, Wait};
+use super::played::PlayedProof;
+use crate::latency::{ReplyKind, TurnLatency};
+
+/// What the conversation stage leaves behind when the call ends.
+#[derive(Debug, Clone)]
+pub struct CallOutcome {
+    pub session: Session,
+    pub log: EventLog,
+    /// The engine's LLM context at the end (system prompt first).
+    pub context: Vec<ChatMessage>,
+    /// Where each answered turn's time went, in the order written.
+    pub latency: Vec<TurnLatency>,
+}
+
+/// Why the agent asked to end the call (see [`CallControl`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CallEnd {
+    Running,
+    /// The engine decided to hang up (after its last line was heard).
+    AgentHungUp,
+}
+
+#[derive(Debug)]
+enum Bg {
+    Tool { call_id: ToolCallId, result: Value },
+    Scoped(Option<String>),
+    Extraction(ExtractedFields),
+    Timer(Timer),
+}
+
+#[derive(Debug, Default)]
+struct Utt {
+    /// The text the engine holds for this utterance (canned lines at once,
+    /// LLM replies when they end).
+    said: Option<String>,
+    /// What the caller heard, once it was cut off.
+    heard: Option<String>,
+    /// The turn it belongs to.
+    epoch: u64,
+    /// Handed to the accountant (at its first synthesized text: the
+    /// accountant's queue is then the playback order).
+    queued: bool,
+    /// Played to the end or cut off.
+    ended: bool,
+}
+
+/// Runs the conversation engine inside the pipeline.
+pub struct ConversationStage {
+    engine: Engine,
+    backend: Arc<dyn Backend>,
+    responder: Arc<dyn Responder>,
+    floor: Arc<Floor>,
+    log: EventLog,
+    /// The durable journal of this call (events as they happen).
+    pub(super) journal: Option<VoiceJournal>,
+    /// What the far end proved it played, for the lines still playing
+    /// when the call ends (see [`CallParts::played_proof`](super::CallParts::played_proof)).
+    pub(super) played_proof: Option<PlayedProof>,
+    accountant: Accountant,
+    utts: HashMap<UtteranceId, Utt>,
+    /// The reply being written, and its epoch.
+    llm_pending: Option<(UtteranceId, u64)>,
+    greeting: Option<UtteranceId>,
+    open_tool: Option<ToolCallId>,
+    /// Where each turn's time goes (and the turns measured so far).
+    clocks: TurnClocks,
+    latencies: Vec<TurnLatency>,
+    start: Instant,
+    start_unix: f64,
+    end_tx: watch::Sender<CallEnd>,
+    outcome: Option<oneshot::Sender<CallOutcome>>,
+}
+
+/// Handles to a running conversation stage.
+pub struct CallControl {
+    /// Changes to [`CallEnd::AgentHungUp`] when the engine hangs up.
+    pub end: watch::Receiver<CallEnd>,
+    /// The outcome, sent when the stage stops.
+    pub outcome: oneshot::Receiver<CallOutcome>,
+}
+
+impl ConversationStage {
+    /// A stage for `engine`; `start_unix` is the call's start (Unix s).
+    pub fn new(
+        engine: Engine,
+        backend: Arc<dyn Backend>,
+        responder: Arc<dyn Responder>,
+        floor: Arc<Floor>,
+        start_unix: f64,
+    ) -> (Self, CallControl) {
+        let (end_tx, end_rx) = watch::channel(CallEnd::Running);
+        let (out_tx, out_rx) = oneshot::channel();
+        (
+            ConversationStage {
+                engine,
+                backend,
+                responder,
+                floor,
+                log: EventLog::new(),
+                journal: None,
+                played_proof: None,
+                accountant: Accountant::default(),
+                utts: HashMap::new(),
+                llm_pending: None,
+                greeting: None,
+                open_tool: None,
+                clocks: TurnClocks::new(Instant::now(), start_unix),
+                latencies: Vec::new(),
+                start: Instant::now(),
+                start_unix,
+                end_tx,
+                outcome: Some(out_tx),
+            },
+            CallControl {
+                end: end_rx,
+                outcome: out_rx,
+            },
+        )
+    }
+
+    fn elapsed(&self) -> Duration {
+        self.start.elapsed()
+    }
+
+    fn now(&self) -> f64 {
+        self.start_unix + self.elapsed().as_secs_f64()
+    }
+
+    fn append(&mut self, e: Event) {
+        let at = self.elapsed();
+        if let Some(j) = &mut self.journal {
+            j.record(self.start_unix + at.as_secs_f64(), self.engine.state(), &e);
+        }
+        self.log.append(at, e);
+    }
+
+    fn feed(&mut self, input: Input, ctx: &mut Ctx<'_>) {
+        let now = self.now();
+        let answers = matches!(
+            input,
+            Input::Transcript { is_final: true, .. }
+                | Input::ToolResult { .. }
+                | Input::ScopedReply { .. }
+                | Input::TimerFired(Timer::Debounce)
+        );
+        let was = self.clocks.set_answering(answers);
+        let effects = self.engine.handle(input, now);
+        for e in effects {
+            self.perform(e, ctx);
+        }
+        self.clocks.set_answering(was);
+        let at = self.now();
+        if let Some(j) = &mut self.journal {
+            j.session(at, self.engine.session());
+        }
+        self.update_floor();
+    }
+
+    /// Journal a measured turn and keep it for the outcome. The event is
+    /// stamped now (the log stays in time order); the turn's own `at` is
+    /// when the caller stopped.
+    fn turn_measured(&mut self, t: Option<TurnLatency>) {
+        if let Some(t) = t {
+            let now = self.now();
+            // The metrics count every turn, journal or not.
+            crate::metrics::turn_measured(&t);
+            if let Some(j) = &self.journal {
+                j.latency(now, &t);
+            }
+            self.latencies.push(t);
+        }
+    }
+
+    fn update_floor(&self) {
+        self.floor
+            .set_responding(self.llm_pending.is_some() || !self.accountant.is_idle());
+    }
+
+    /// The LLM request: the system prompt, then the projection of the log.
+    fn llm_request(&self) -> TurnRequest {
+        let mut messages = Vec::new();
+        if let Some(sys) = self
+            .engine
+            .llm_messages()
+            .first()
+            .filter(|m| m.role == ChatRole::System)
+        {
+            messages.push(sys.clone());
+        }
+        for m in self.log.llm_messages() {
+            messages.push(match m.role {
+                LogRole::User => ChatMessage::user(m.content),
+                LogRole::Assistant => ChatMessage::assistant(m.content),
+            });
+        }
+        TurnRequest {
+            state: self.engine.state(),
+            session: self.engine.session().clone(),
+            messages,
+        }
+    }
+
+    fn new_utterance(&mut self, said: Option<String>, epoch: u64) -> UtteranceId {
+        let MsgId(id) = self.log.next_msg_id();
+        self.utts.insert(
+            id,
+            Utt {
+                said,
+                epoch,
+                ..Utt::default()
+            },
+        );
+        id
+    }
+
+    /// Utterances of turns before `epoch` that never reached the output
+    /// were cut off before a word was heard.
+    fn cut_unplayed(&mut self, epoch: u64, ctx: &mut Ctx<'_>) {
+        let mut ids: Vec<UtteranceId> = self
+            .utts
+            .iter()
+            .filter(|(_, u)| u.epoch < epoch && !u.ended && !u.queued)
+            .map(|(id, _)| *id)
+            .collect();
+        ids.sort_unstable();
+        let outcomes = ids
+            .into_iter()
+            .map(|id| Outcome::Interrupted {
+                msg_id: MsgId(id),
+                heard_text: String::new(),
+            })
+            .collect();
+        self.outcomes(outcomes, ctx);
+    }
+
+    fn spawn_bg<F>(&self, ctx: &mut Ctx<'_>, work: F)
+    where
+        F: std::future::Future<Output = Bg> + Send + 'static,
+    {
+        // Call-scoped work reports on the control lane: its results are
+        // never stale (a barge-in must not lose a booking's answer).
+        let token = ctx.scope().call_token().clone();
+        ctx.spawn_control(token, async move {
+            let done = BgDone(std::sync::Mutex::new(Some(work.await)));
+            Frame::Control(ControlFrame::Custom(Custom::new(done)))
+        });
+    }
+
+    fn perform(&mut self, effect: Effect, ctx: &mut Ctx<'_>) {
+        match effect {
+            Effect::Speak { canned, text } => {
+                if text.trim().is_empty() {
+                    return;
+                }
+                let id = self.new_utterance(Some(text.clone()), ctx.epoch());
+                self.append(Event::AgentSaid {
+                    msg_id: MsgId(id),
+                    text: text.clone(),
+                    source: AgentSource::Canned { id: canned.id() },
+                });
+                self.clocks.reply(id, ReplyKind::Canned, Instant::now());
+                if canned == Canned::Greeting {
+                    self.greeting = Some(id);
+                    self.floor.set_muted(MuteReason::Greeting, true);
+                }
+                let epoch = ctx.epoch();
+                ctx.push(Frame::data(
+                    epoch,
+                    Data::Speak(UtteranceText {
+                        id,
+                        text: Arc::from(text.as_str()),
+                    }),
+                ));
+                ctx.push(Frame::data(epoch, Data::SpeakEnd { id }));
+            }
+            Effect::ToLlm { text } => {
+                self.append(Event::CallerSaid { text });
+                if self.llm_pending.take().is_some() {
+                    // The caller said more while the last reply was still
+                    // being written: that reply is stale everywhere.
+                    ctx.interrupt();
+                }
+                let request = self.llm_request();
+                let id = self.new_utterance(None, ctx.epoch());
+                self.clocks.reply(id, ReplyKind::Llm, Instant::now());
+                self.llm_pending = Some((id, ctx.epoch()));
+                ctx.push(Frame::data(
+                    ctx.epoch(),
+                    Data::LlmRequest {
+                        id,
+                        request: Custom::new(request),
+                    },
+                ));
+            }
+            Effect::ContextUserAppend { text } => self.append(Event::CallerContext { text }),
+            Effect::PassThrough { .. } => {}
+            Effect::CallTool(call) => {
+                let call_id = self.log.next_tool_call_id();
+                let args = serde_json::to_value(&call)
+                    .ok()
+                    .and_then(|v| v.get("args").cloned())
+                    .unwrap_or(Value::Null);
+                self.append(Event::ToolCalled {
+                    call_id,
+                    name: call.tool().to_string(),
+                    args: args.to_string(),
+                });
+                self.open_tool = Some(call_id);
+                self.clocks.wait_started(Wait::Tool, Instant::now());
+                self.floor.set_muted(MuteReason::Tool, true);
+                let backend = self.backend.clone();
+                self.spawn_bg(ctx, async move {
+                    let result = backend.call(&call).await;
+                    Bg::Tool { call_id, result }
+                });
+            }
+            Effect::AskScopedReply { user_text } => {
+                let req = ScopedRequest {
+                    state: self.engine.state(),
+                    session: self.engine.session().clone(),
+                    user_text,
+                };
+                let responder = self.responder.clone();
+                self.clocks.wait_started(Wait::Scoped, Instant::now());
+                self.spawn_bg(ctx, async move {
+                    Bg::Scoped(responder.scoped_reply(&req).await.ok())
+                });
+            }
+            Effect::StartExtraction { history } => {
+                if history.len() >= 2 {
+                    let responder = self.responder.clone();
+                    self.spawn_bg(ctx, async move {
+                        let req = ExtractionRequest { history };
+                        match responder.extract(&req).await {
+                            Ok(f) => Bg::Extraction(f),
+                            Err(e) => {
+                                tracing::warn!(error = %e, "extraction failed; ignored");
+                                Bg::Extraction(ExtractedFields::default())
+                            }
+                        }
+                    });
+                }
+            }
+            Effect::StartTimer { timer, at } => {
+                if timer == Timer::Debounce {
+                    self.clocks.wait_started(Wait::Debounce, Instant::now());
+                }
+                let wait = Duration::from_secs_f64((at - self.now()).clamp(0.0, 3600.0));
+                self.spawn_bg(ctx, async move {
+                    tokio::time::sleep(wait).await;
+                    Bg::Timer(timer)
+                });
+            }
+            Effect::StateChanged { from, to } => self.append(Event::Note {
+                kind: "state".into(),
+                text: format!("{from} -> {to}"),
+            }),
+            Effect::EndCall => {
+                let reason = format!("agent hung up in {}", self.engine.state());
+                self.append(Event::CallEnded { reason });
+                let _ = self.end_tx.send(CallEnd::AgentHungUp);
+            }
+        }
+    }
+
+    fn outcomes(&mut self, outcomes: Vec<Outcome>, ctx: &mut Ctx<'_>) {
+        for o in outcomes {
+            let id = o.msg_id().0;
+            match self.utts.get_mut(&id) {
+                Some(u) if u.ended => continue,
+                Some(u) => u.ended = true,
+                None => {}
+            }
+            match &o {
+                Outcome::Done { .. } => {
+                    if self.greeting == Some(id) {
+                        self.floor.set_muted(MuteReason::Greeting, false);
+                    }
+                }
+                Outcome::Interrupted { heard_text, .. } => {
+                    if self.greeting == Some(id) {
+                        self.floor.set_muted(MuteReason::Greeting, false);
+                    }
+                    let heard = heard_text.clone();
+                    let said = self.utts.get_mut(&id).and_then(|u| {
+                        u.heard = Some(heard.clone());
+                        u.said.clone()
+                    });
+                    if let Some(said) = said {
+                        self.feed(Input::AgentInterrupted { said, heard }, ctx);
+                    }
+                }
+            }
+            self.append(o.into());
+        }
+        self.update_floor();
+    }
+
+    fn llm_reply(&mut self, reply: &LlmReply, ctx: &mut Ctx<'_>) {
+        if self.llm_pending.map(|p| p.0) == Some(reply.id) {
+            self.llm_pending = None;
+        }
+        if let Some(e) = &reply.error {
+            tracing::warn!(error = %e, "LLM reply failed");
+        }
+        let text = reply.text.trim().to_string();
+        if text.is_empty() {
+            self.update_floor();
+            return;
+        }
+        let heard = self.utts.get(&reply.id).and_then(|u| u.heard.clone());
+        self.append(Event::AgentSaid {
+            msg_id: MsgId(reply.id),
+            text: text.clone(),
+            source: AgentSource::Llm,
+        });
+        if let Some(u) = self.utts.get_mut(&reply.id) {
+            u.said = Some(text.clone());
+        }
+        self.feed(
+            Input::ContextMessage(ChatMessage::assistant(text.clone())),
+            ctx,
+        );
+        self.feed(Input::CaptureAgentResponses, ctx);
+        if let Some(heard) = heard {
+            // Cut off before the reply was complete: keep only what was heard.
+            self.append(Event::Interrupted {
+                msg_id: MsgId(reply.id),
+                heard_text: heard.clone(),
+            });
+            self.feed(Input::AgentInterrupted { said: text, heard }, ctx);
+        }
+        self.update_floor();
+    }
+
+    fn background(&mut self, bg: Bg, ctx: &mut Ctx<'_>) {
+        match bg {
+            Bg::Tool { call_id, result } => {
+                let ok = result
+                    .get("success")
+                    .and_then(Value::as_bool)
+                    .unwrap_or(true);
+                self.append(Event::ToolFinished {
+                    call_id,
+                    result: result.to_string(),
+                    outcome: if ok {
+                        ToolOutcome::Ok
+                    } else {
+                        ToolOutcome::Failed
+                    },
+                });
+                if self.open_tool == Some(call_id) {
+                    self.open_tool = None;
+                }
+                self.clocks.wait_ended(Wait::Tool, Instant::now());
+                self.floor.set_muted(MuteReason::Tool, false);
+                self.feed(Input::ToolResult { result }, ctx);
+            }
+            Bg::Scoped(text) => {
+                self.clocks.wait_ended(Wait::Scoped, Instant::now());
+                self.feed(Input::ScopedReply { text }, ctx)
+            }
+            Bg::Extraction(fields) => self.feed(Input::ExtractionDone { fields }, ctx),
+            Bg::Timer(timer) => self.feed(Input::TimerFired(timer), ctx),
+        }
+    }
+
+    fn finish(&mut self, ctx: &mut Ctx<'_>) {
+        // The player reports progress once a second, and finishes a line
+        // once the far end proves its end; the far end may have proved
+        // more played since (a caller hanging up mid-line heard it).
+        if let Some(proof) = self.played_proof.take() {
+            let ids: Vec<MsgId> = self.accountant.active().collect();
+            for id in ids {
+                let proved = proof(id.0);
+                let o = if proved.whole {
+                    // Its last frame played before the line went quiet.
+                    self.accountant.finished(id)
+                } else if !proved.heard.is_zero() {
+                    self.accountant.played(id, proved.heard)
+                } else {
+                    continue;
+                };
+                self.outcomes(o, ctx);
+            }
+        }
+        let outcomes = self.accountant.interrupt();
+        self.outcomes(outcomes, ctx);
+        self.cut_unplayed(u64::MAX, ctx);
+        if let Some(call_id) = self.open_tool.take() {
+            self.append(Event::ToolFinished {
+                call_id,
+                result: String::new(),
+                outcome: ToolOutcome::Cancelled,
+            });
+        }
+        let last = self.clocks.finish();
+        self.turn_measured(last);
+        let now = self.now();
+        let _ = self.engine.handle(Input::FlushTranscript, now);
+        if let Some(tx) = self.outcome.take() {
+            let _ = tx.send(CallOutcome {
+                session: self.engine.session().clone(),
+                log: self.log.clone(),
+                context: self.engine.llm_messages().to_vec(),
+                latency: std::mem::take(&mut self.latencies),
+            });
+        }
+    }
+}
+
+/// A background result delivered to the stage's own inbox.
+struct BgDone(std::sync::Mutex<Option<Bg>>);
+
+impl Stage for ConversationStage {
+    fn name(&self) -> &'static str {
+        "conversation"
+    }
+
+    fn handle(&mut self, frame: Frame, dir: Direction, ctx: &mut Ctx<'_>) {
+        match frame {
+            Frame::System(SystemFrame::Start) => {
+                self.start = Instant::now();
+                self.clocks.set_origin(self.start, self.start_unix);
+                self.engine.session_mut().start_time = self.start_unix;
+                self.feed(Input::ClientConnected, ctx);
+            }
+            Frame::System(SystemFrame::Interrupt { epoch }) => {
+                // The reply being written is cut (the LLM stage reports its
+                // text); what was heard comes with the output's report.
+                if self.llm_pending.is_some_and(|p| p.1 < epoch) {
+                    self.llm_pending = None;
+                }
+                self.update_floor();
+            }
+            Frame::System(SystemFrame::Cancel) | Frame::Control(ControlFrame::End) => {
+                self.finish(ctx);
+            }
+            Frame::Data(d) => match d.data {
+                Data::Transcript { text, is_final } => {
+                    if !is_final && !text.trim().is_empty() {
+                        self.clocks.caller_words();
+                        self.feed(Input::CallerWords, ctx);
+                    }
+                    if is_final {
+                        if !text.trim().is_empty() {
+                            let done = self.clocks.stt_final(Instant::now());
+                            self.turn_measured(done);
+                        }
+                        self.feed(
+                            Input::Transcript {
+                                text: text.to_string(),
+                                is_final,
+                            },
+                            ctx,
+                        );
+                    }
+                }
+                Data::NotHeard => self.feed(Input::NotHeard, ctx),
+                data => ctx.push(Frame::data(d.epoch, data)),
+            },
+            Frame::Control(ControlFrame::UserStartedSpeaking) => {
+                self.clocks.caller_started();
+                self.feed(Input::CallerSpeaking, ctx);
+            }
+            f @ Frame::Control(ControlFrame::UserStoppedSpeaking) => {
+                self.clocks.caller_stopped(Instant::now());
+                self.feed(Input::CallerStopped, ctx);
+                ctx.pass(f, dir);
+            }
+            Frame::Control(c) if dir == Direction::Upstream => match c {
+                ControlFrame::SpeechSynthesized { id, text, words } => {
+                    if let Some(u) = self.utts.get_mut(&id).filter(|u| !u.queued && !u.ended) {
+                        u.queued = true;
+                        self.accountant.queue(MsgId(id), "");
+                    }
+                    self.accountant.extend_text(MsgId(id), &text, &words);
+                }
+                ControlFrame::SynthesisDone { id, total } => {
+                    self.accountant.set_total_audio(MsgId(id), total);
+                }
+                ControlFrame::SynthesisCut { id, start, spoken } => {
+                    self.accountant.cut_sentence(MsgId(id), start, spoken);
+                }
+                ControlFrame::Milestone { id, milestone, at } => {
+                    if milestone == voice::latency::Milestone::LlmFirstToken {
+                        // The reply has begun: no filler for this turn.
+                        self.feed(Input::ReplyStarted, ctx);
+                    }
+                    let done = self.clocks.milestone(id, milestone, at);
+                    self.turn_measured(done);
+                }
+                ControlFrame::UtteranceStarted { id } => {
+                    self.append(Event::SpeechStarted { msg_id: MsgId(id) });
+                    let o = self.accountant.played(MsgId(id), Duration::ZERO);
+                    self.outcomes(o, ctx);
+                    // A new line is audible: the turn's filler is not needed.
+                    self.feed(Input::ReplyStarted, ctx);
+                    self.feed(Input::BotSpeaking, ctx);
+                }
+                ControlFrame::UtteranceProgress { id, played } => {
+                    let o = self.accountant.played(MsgId(id), played);
+                    self.outcomes(o, ctx);
+                    self.feed(Input::BotSpeaking, ctx);
+                }
+                ControlFrame::UtteranceFinished { id } => {
+                    let o = self.accountant.finished(MsgId(id));
+                    self.outcomes(o, ctx);
+                }
+                ControlFrame::PlaybackInterrupted { id, played } => {
+                    if let Some(id) = id {
+                        let o = self.accountant.played(MsgId(id), played);
+                        self.outcomes(o, ctx);
+                    }
+                    let o = self.accountant.interrupt();
+                    self.outcomes(o, ctx);
+                    let epoch = ctx.epoch();
+                    self.cut_unplayed(epoch, ctx);
+                }
+                ControlFrame::BotStoppedSpeaking if self.accountant.is_idle() => {
+                    self.feed(Input::BotStoppedSpeaking, ctx);
+                }
+                ControlFrame::Custom(c) => {
+                    if let Some(bg) = c
+                        .get::<BgDone>()
+                        .and_then(|b| b.0.lock().ok().and_then(|mut g| g.take()))
+                    {
+                        self.background(bg, ctx);
+                    } else if let Some(reply) = c.get::<LlmReply>() {
+                        let reply = reply.clone();
+                        self.llm_reply(&reply, ctx);
+                    } else if let Some(call) = c.get::<LlmToolCall>() {
+                        // Tools are chosen by the state machine, never by
+                        // the LLM; a tool call from the model is recorded
+                        // and refused.
+                        let call_id = self.log.next_tool_call_id();
+                        self.append(Event::ToolCalled {
+                            call_id,
+                            name: call.name.clone(),
+                            args: call.arguments.clone(),
+                        });
+                        self.append(Event::ToolFinished {
+                            call_id,
+                            result: "refused: tools are chosen by the state machine".into(),
+                            outcome: ToolOutcome::Failed,
+                        });
+                    }
+                }
+                ControlFrame::Error { stage, message } => {
+                    tracing::warn!(stage, %message, "pipeline error");
+                }
+                _ => {}
+            },
+            f => ctx.pass(f, dir),
+        }
+    }
+}
