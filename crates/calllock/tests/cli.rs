@@ -1,6 +1,10 @@
 //! End-to-end tests of the `calllock` binary: real processes, real SQLite
 //! files in temporary directories, no mocks of our own code.
 
+#[path = "support/child.rs"]
+mod child;
+
+use child::{has_whole_line, Running};
 use serde_json::Value;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -313,27 +317,28 @@ fn demo_then_calls_list_and_show() {
 fn voice_is_a_phone_call_over_loopback() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("voice.db");
-    let mut child = bin()
-        .arg("--db")
-        .arg(&db)
-        .arg("voice")
-        // The offline codec (words print as they play); local speech has
-        // its own tests (serve_local_speech.rs).
-        .env("CALLLOCK_LOCAL_SPEECH", "off")
-        .env("CALLLOCK_LLM_LATENCY_S", "0.1")
-        .env("CALLLOCK_SPEECH_CHARS_PER_S", "100")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    std::thread::sleep(Duration::from_millis(1500));
-    writeln!(stdin, "my AC is broken").unwrap();
+    let mut call = Running::spawn(
+        bin()
+            .arg("--db")
+            .arg(&db)
+            .arg("voice")
+            // The offline codec (words print as they play); local speech has
+            // its own tests (serve_local_speech.rs).
+            .env("CALLLOCK_LOCAL_SPEECH", "off")
+            .env("CALLLOCK_LLM_LATENCY_S", "0.1")
+            .env("CALLLOCK_SPEECH_CHARS_PER_S", "100"),
+    );
+    // The greeting has played to its end (its line ends when the agent
+    // goes quiet): the caller answers it, not talks over it.
+    call.wait_for("the whole greeting", |out| {
+        has_whole_line(out, "agent:  Thanks for calling")
+    });
+    call.type_line("my AC is broken");
     // Speech end + STT endpointing + lookup + 1.5 s debounce + reply.
-    std::thread::sleep(Duration::from_millis(5000));
-    drop(stdin); // Ctrl-D: the caller hangs up
-    let out = child.wait_with_output().unwrap();
+    call.wait_for("the safety question", |out| {
+        has_whole_line(out, "Quick safety check")
+    });
+    let out = call.hang_up(); // Ctrl-D: the caller hangs up
     let stdout = text(&out.stdout);
     let stderr = text(&out.stderr);
     assert!(out.status.success(), "{stdout}\n{stderr}");
@@ -374,9 +379,9 @@ fn chat_books_a_call_typed_by_a_person() {
     assert!(stdout.contains("agent hung up"), "{stdout}");
 }
 
-/// Type `lines` into `calllock chat` as a person would (a pause before each
-/// line), wait for the hang-up, and return stdout and stderr. Panics if the
-/// process fails.
+/// Type `lines` into `calllock chat` as a person would (each once the
+/// agent has answered the one before), wait for the agent to hang up, and
+/// return stdout and stderr. Panics if the process fails.
 fn chat_typed(db: &Path, lines: &[&str], env: &[(&str, &str)]) -> (String, String) {
     chat_typed_from("+15125559876", db, lines, env)
 }
@@ -388,31 +393,27 @@ fn chat_typed_from(
     lines: &[&str],
     env: &[(&str, &str)],
 ) -> (String, String) {
-    let mut child = bin()
-        .env_remove("CALLLOCK_LOG")
-        .arg("--db")
-        .arg(db)
-        .args(["chat", "--caller-id", caller_id])
-        // Speed up the clock-bound parts; the timers are still real.
-        .env("CALLLOCK_BUFFER_DEBOUNCE_S", "0.1")
-        .env("CALLLOCK_LLM_LATENCY_S", "0")
-        .env("CALLLOCK_TOOL_LATENCY_S", "0")
-        .env("CALLLOCK_SPEECH_CHARS_PER_S", "5000")
-        .envs(env.iter().copied())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
+    let mut chat = Running::spawn(
+        bin()
+            .env_remove("CALLLOCK_LOG")
+            .arg("--db")
+            .arg(db)
+            .args(["chat", "--caller-id", caller_id])
+            // Speed up the clock-bound parts; the timers are still real.
+            .env("CALLLOCK_BUFFER_DEBOUNCE_S", "0.1")
+            .env("CALLLOCK_LLM_LATENCY_S", "0")
+            .env("CALLLOCK_TOOL_LATENCY_S", "0")
+            .env("CALLLOCK_SPEECH_CHARS_PER_S", "5000")
+            .envs(env.iter().copied()),
+    );
     for l in lines {
-        std::thread::sleep(Duration::from_millis(350));
-        writeln!(stdin, "{l}").unwrap();
+        chat.say(l);
     }
-    // The goodbye takes >= 0.4 s to say, then 0.5 s grace before hang-up.
-    std::thread::sleep(Duration::from_millis(2000));
-    drop(stdin); // Ctrl-D (the agent has hung up by now)
-    let out = child.wait_with_output().unwrap();
+    // Every call here ends with the agent hanging up: after its goodbye
+    // (said, then a 0.5 s grace), or once the line stays quiet after the
+    // safety script (4 s); chat then exits by itself.
+    chat.wait_for("the agent to hang up", |out| out.contains("agent hung up"));
+    let out = chat.hang_up();
     let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
     assert!(out.status.success(), "{stdout}\n{stderr}");
     (stdout, stderr)

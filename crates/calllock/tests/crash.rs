@@ -6,15 +6,20 @@
 //! * Two `calllock outbox deliver` processes sharing one PostgreSQL
 //!   database never deliver an outbox item twice (`SKIP LOCKED`).
 
+#[path = "support/child.rs"]
+mod child;
+
+use child::{Running, PATIENCE};
 use providers::fake::http::{FakeHttp, FakeResponse};
 use serde_json::{json, Value};
 use std::collections::BTreeSet;
-use std::io::Write;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 const SECRET: &str = "crash-secret";
+/// A process that wrote no heartbeat for this long is gone.
+const LEASE_S: f64 = 1.0;
 
 fn bin(dashboard: &FakeHttp) -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_calllock"));
@@ -24,8 +29,7 @@ fn bin(dashboard: &FakeHttp) -> Command {
         .env_remove("V2_BACKEND_URL")
         .env("HOME", std::env::temp_dir())
         .env("CALLLOCK_INSTANCE", "crash-test")
-        // A process that wrote no heartbeat for a second is gone.
-        .env("CALLLOCK_INSTANCE_LEASE_S", "1")
+        .env("CALLLOCK_INSTANCE_LEASE_S", LEASE_S.to_string())
         .env("DASHBOARD_JOBS_URL", format!("{}/jobs", dashboard.url()))
         .env("DASHBOARD_CALLS_URL", format!("{}/calls", dashboard.url()))
         .env(
@@ -62,20 +66,17 @@ fn text(b: &[u8]) -> String {
 }
 
 /// `calllock chat` on `db` with fast timers, its stdio piped.
-fn spawn_chat(fake: &FakeHttp, db: &Path) -> std::process::Child {
-    bin(fake)
-        .arg("--db")
-        .arg(db)
-        .arg("chat")
-        .env("CALLLOCK_BUFFER_DEBOUNCE_S", "0.1")
-        .env("CALLLOCK_LLM_LATENCY_S", "0")
-        .env("CALLLOCK_TOOL_LATENCY_S", "0")
-        .env("CALLLOCK_SPEECH_CHARS_PER_S", "5000")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap()
+fn spawn_chat(fake: &FakeHttp, db: &Path) -> Running {
+    Running::spawn(
+        bin(fake)
+            .arg("--db")
+            .arg(db)
+            .arg("chat")
+            .env("CALLLOCK_BUFFER_DEBOUNCE_S", "0.1")
+            .env("CALLLOCK_LLM_LATENCY_S", "0")
+            .env("CALLLOCK_TOOL_LATENCY_S", "0")
+            .env("CALLLOCK_SPEECH_CHARS_PER_S", "5000"),
+    )
 }
 
 fn rt() -> tokio::runtime::Runtime {
@@ -85,6 +86,42 @@ fn rt() -> tokio::runtime::Runtime {
         .unwrap()
 }
 
+/// Seconds since the Unix epoch, on the clock the processes write their
+/// heartbeats with.
+fn now_unix() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64()
+}
+
+/// The processes on `db` with a heartbeat at or after `since` (Unix
+/// seconds).
+fn heartbeats_since(db: &Path, since: f64) -> Vec<String> {
+    rt().block_on(async {
+        let store = store::Store::open(db).await.unwrap();
+        let live = store.live_instances(since, 0.0).await.unwrap();
+        store.close().await;
+        live
+    })
+}
+
+/// Polls until `done`; panics saying `what` never happened after
+/// `within`.
+fn poll_until(within: Duration, what: &str, mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + within;
+    while !done() {
+        assert!(Instant::now() < deadline, "{what}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// How long a lease wait may take: the lease runs out `LEASE_S` after the
+/// last heartbeat; the rest is room for a busy machine.
+fn lease_patience() -> Duration {
+    Duration::from_secs_f64(30.0 * LEASE_S)
+}
+
 /// The live call in `db` and its events (polls until `min_events`).
 fn wait_for_events(
     db: &Path,
@@ -92,33 +129,33 @@ fn wait_for_events(
     caller_line: &str,
 ) -> (String, Vec<store::StoredEvent>) {
     let rt = rt();
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        let found = rt.block_on(async {
-            let store = store::Store::open(db).await.ok()?;
-            let calls = store
-                .list_calls_with(None, Some(store::CallStatus::Active), 10)
-                .await
-                .ok()?;
-            let call = calls.first()?;
-            let events = store.events(&call.call_id).await.ok()?;
-            store.close().await;
-            Some((call.call_id.clone(), events))
-        });
-        if let Some((id, events)) = found {
-            let has_line = events
-                .iter()
-                .any(|e| e.kind == "caller" && e.data["text"] == caller_line);
-            if events.len() >= min_events && has_line {
-                return (id, events);
-            }
-        }
-        assert!(
-            Instant::now() < deadline,
-            "the live call never showed {min_events} events with {caller_line:?}"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    let mut seen = None;
+    poll_until(
+        PATIENCE,
+        &format!("the live call never showed {min_events} events with {caller_line:?}"),
+        || {
+            seen = rt
+                .block_on(async {
+                    let store = store::Store::open(db).await.ok()?;
+                    let calls = store
+                        .list_calls_with(None, Some(store::CallStatus::Active), 10)
+                        .await
+                        .ok()?;
+                    let call = calls.first()?;
+                    let events = store.events(&call.call_id).await.ok()?;
+                    store.close().await;
+                    Some((call.call_id.clone(), events))
+                })
+                .filter(|(_, events)| {
+                    let has_line = events
+                        .iter()
+                        .any(|e| e.kind == "caller" && e.data["text"] == caller_line);
+                    events.len() >= min_events && has_line
+                });
+            seen.is_some()
+        },
+    );
+    seen.unwrap()
 }
 
 #[test]
@@ -126,8 +163,7 @@ fn kill_9_mid_call_then_restart_recovers_the_call_and_delivers_once() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("crash.db");
     let fake = dashboard();
-    let mut child = spawn_chat(&fake, &db);
-    let mut stdin = child.stdin.take().unwrap();
+    let mut chat = spawn_chat(&fake, &db);
     let lines = [
         "my AC stopped cooling",
         "",
@@ -136,24 +172,25 @@ fn kill_9_mid_call_then_restart_recovers_the_call_and_delivers_once() {
         "My name is Dana Fields",
     ];
     for l in lines {
-        std::thread::sleep(Duration::from_millis(350));
-        writeln!(stdin, "{l}").unwrap();
+        chat.say(l);
     }
     let (call_id, before) = wait_for_events(&db, 10, "My name is Dana Fields");
     // kill -9: no chance to finish anything.
-    child.kill().unwrap();
-    let out = child.wait_with_output().unwrap();
+    let out = chat.kill();
     assert!(!out.status.success());
-    drop(stdin);
     assert_eq!(
         fake.request_count(),
         0,
         "nothing was delivered before the kill"
     );
 
-    // Restart once the dead process's lease ran out: recovery, post-call,
-    // delivery.
-    std::thread::sleep(Duration::from_millis(1500));
+    // Restart once the dead process's lease ran out (no heartbeat within
+    // the lease): recovery, post-call, delivery.
+    poll_until(
+        lease_patience(),
+        "the dead process's lease never ran out",
+        || heartbeats_since(&db, now_unix() - LEASE_S).is_empty(),
+    );
     let out = bin(&fake)
         .arg("--db")
         .arg(&db)
@@ -241,8 +278,7 @@ fn a_second_process_leaves_a_live_call_alone() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("two.db");
     let fake = dashboard();
-    let mut child = spawn_chat(&fake, &db);
-    let mut stdin = child.stdin.take().unwrap();
+    let mut chat = spawn_chat(&fake, &db);
     let first = [
         "my AC stopped cooling",
         "",
@@ -250,13 +286,20 @@ fn a_second_process_leaves_a_live_call_alone() {
         "78745",
     ];
     for l in first {
-        std::thread::sleep(Duration::from_millis(350));
-        writeln!(stdin, "{l}").unwrap();
+        chat.say(l);
     }
     let (call_id, _) = wait_for_events(&db, 6, "78745");
     // A second process: an operator runs `outbox deliver` (or another
-    // chat) while the call is live, well past the 1 s lease.
-    std::thread::sleep(Duration::from_millis(1500));
+    // chat) while the call is live, past the lease: had the first process
+    // died when its call was seen, its lease would have run out. The
+    // first process proves it is alive past that point by a heartbeat
+    // written a whole lease after the call was seen.
+    let seen = now_unix();
+    poll_until(
+        lease_patience(),
+        "the live process wrote no heartbeat a lease after its call was seen",
+        || !heartbeats_since(&db, seen + LEASE_S).is_empty(),
+    );
     for _ in 0..2 {
         let out = bin(&fake)
             .arg("--db")
@@ -286,12 +329,11 @@ fn a_second_process_leaves_a_live_call_alone() {
         "yes that's right",
         "thanks, bye",
     ] {
-        std::thread::sleep(Duration::from_millis(350));
-        writeln!(stdin, "{l}").unwrap();
+        chat.say(l);
     }
-    std::thread::sleep(Duration::from_millis(2000));
-    drop(stdin);
-    let out = child.wait_with_output().unwrap();
+    // The goodbye is said, then the agent hangs up (chat exits by itself).
+    chat.wait_for("the agent to hang up", |out| out.contains("agent hung up"));
+    let out = chat.hang_up();
     assert!(out.status.success(), "{}", text(&out.stderr));
     let reqs = fake.requests();
     let paths: Vec<&str> = reqs.iter().map(|r| r.path.as_str()).collect();
