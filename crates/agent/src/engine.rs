@@ -170,6 +170,42 @@ pub enum Input {
     /// The reply to the caller's turn has begun (the LLM's first words, or
     /// a new line's first audio): no filler is needed.
     ReplyStarted,
+    /// The server, not the conversation, ends the call (see
+    /// [`ServerEnd`]): the transport reports it; what happens to the call
+    /// is decided here.
+    ServerEnding(ServerEnd),
+}
+
+/// The call of a caller the server could not take (every line busy, or
+/// shutting down): they heard [`Canned::LinesBusy`] and nothing else, and
+/// the call is a callback for service, so nobody is lost.
+pub fn turned_away(
+    profile: &BusinessProfile,
+    caller: String,
+    call_sid: String,
+    now: f64,
+) -> Session {
+    let mut session = Session::new(caller);
+    session.call_sid = call_sid;
+    session.state = State::Callback;
+    session.callback_type = "service".into();
+    session.problem_description = "Called while every line was busy; call back.".into();
+    session.transcript_log.push(TranscriptEntry::agent(
+        Canned::LinesBusy.text(profile),
+        now,
+        State::Callback,
+    ));
+    session
+}
+
+/// Why the server ends a live call that neither side ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ServerEnd {
+    /// The server is shutting down. `politely`: the caller hears why and
+    /// what happens next before the line is cut; else it is cut at once.
+    ShuttingDown { politely: bool },
+    /// The caller can no longer be heard (speech recognition is lost).
+    SpeechLost,
 }
 
 /// Something the shell must do.
@@ -525,6 +561,7 @@ impl<P: Policy> Engine<P> {
                 self.hangup = None;
                 self.buffer = None;
             }
+            Input::ServerEnding(why) => self.server_ending(why, now, out),
         }
         self.drain_queue(now, out);
     }
@@ -1070,6 +1107,46 @@ impl<P: Policy> Engine<P> {
         });
         self.cursor = self.context.len();
         out.push(Effect::Speak { canned, text });
+    }
+
+    /// The server ends the call. Unless it already ended in a booking or a
+    /// promised callback (or another terminal state), it becomes a
+    /// callback: the state moves to `callback` (for service, unless a type
+    /// was already set) and the caller is told someone will call back.
+    /// Unless the line is cut at once, the caller hears why (a canned line,
+    /// logged like every canned line; report what was heard of it with
+    /// [`Input::AgentInterrupted`]); then the call ends. Whatever was
+    /// pending (a turn, buffered words, a hang-up) is dropped.
+    fn server_ending(&mut self, why: ServerEnd, now: f64, out: &mut Vec<Effect>) {
+        let s = &mut self.session;
+        let settled = s.booking_confirmed || s.state.promises_callback() || s.state.is_terminal();
+        if !settled {
+            let from = s.state;
+            s.state = State::Callback;
+            if s.callback_type.is_empty() {
+                s.callback_type = "service".into();
+            }
+            out.push(Effect::StateChanged {
+                from,
+                to: State::Callback,
+            });
+        }
+        self.turn = None;
+        self.buffer = None;
+        self.queued.clear();
+        self.hangup = None;
+        let line = match why {
+            ServerEnd::ShuttingDown { politely: false } => None,
+            ServerEnd::ShuttingDown { politely: true } => Some(Canned::ShuttingDown { settled }),
+            ServerEnd::SpeechLost => Some(Canned::SpeechLost { settled }),
+        };
+        if let Some(line) = line {
+            self.speak(line, now, out);
+        }
+        self.idle_at = None;
+        self.filler_at = None;
+        self.ended = true;
+        out.push(Effect::EndCall);
     }
 
     fn forward_to_llm(&mut self, text: String, out: &mut Vec<Effect>) {
@@ -1711,5 +1788,93 @@ mod tests {
         };
         let mut e = Engine::new(Session::new("+1512"), BusinessProfile::default(), config);
         assert!(idle_timer(&e.handle(Input::BotStoppedSpeaking, 0.0)).is_none());
+    }
+
+    #[test]
+    fn the_server_ending_a_call_promises_a_callback_unless_one_is_settled() {
+        let mut e = engine_in(State::Discovery);
+        let fx = e.handle(
+            Input::ServerEnding(ServerEnd::ShuttingDown { politely: true }),
+            5.0,
+        );
+        assert!(
+            fx.contains(&Effect::StateChanged {
+                from: State::Discovery,
+                to: State::Callback
+            }),
+            "{fx:?}"
+        );
+        assert!(
+            spoke(&fx, Canned::ShuttingDown { settled: false }),
+            "{fx:?}"
+        );
+        assert_eq!(fx.last(), Some(&Effect::EndCall));
+        assert_eq!(e.session().state, State::Callback);
+        assert_eq!(e.session().callback_type, "service");
+        assert!(e.is_ended());
+        let said = e.session().transcript_log.last().unwrap();
+        assert!(
+            said.content
+                .as_deref()
+                .unwrap()
+                .contains("will call you back"),
+            "{said:?}"
+        );
+        // Nothing of it was heard: no line in the transcript.
+        let text = said.content.clone().unwrap();
+        e.handle(
+            Input::AgentInterrupted {
+                said: text.clone(),
+                heard: String::new(),
+            },
+            6.0,
+        );
+        assert!(e
+            .session()
+            .transcript_log
+            .iter()
+            .all(|l| l.content.as_deref() != Some(text.as_str())));
+
+        // A booked call keeps its state and promises nothing new.
+        let mut e = engine_in(State::Confirm);
+        e.session_mut().booking_confirmed = true;
+        let fx = e.handle(Input::ServerEnding(ServerEnd::SpeechLost), 5.0);
+        assert!(!fx.iter().any(|f| matches!(f, Effect::StateChanged { .. })));
+        assert!(spoke(&fx, Canned::SpeechLost { settled: true }), "{fx:?}");
+        assert_eq!(e.session().state, State::Confirm);
+
+        // Cut at once: the callback, no line.
+        let mut e = engine_in(State::Discovery);
+        let fx = e.handle(
+            Input::ServerEnding(ServerEnd::ShuttingDown { politely: false }),
+            5.0,
+        );
+        assert!(
+            !fx.iter().any(|f| matches!(f, Effect::Speak { .. })),
+            "{fx:?}"
+        );
+        assert_eq!(e.session().state, State::Callback);
+        let away = turned_away(
+            &BusinessProfile::default(),
+            "+15125551234".into(),
+            "CA1-busy".into(),
+            1.0,
+        );
+        assert_eq!(away.state, State::Callback);
+        assert_eq!(away.callback_type, "service");
+        assert!(away.transcript_log[0]
+            .content
+            .as_deref()
+            .unwrap()
+            .contains("lines are busy"));
+        for c in [
+            Canned::LinesBusy,
+            Canned::ShuttingDown { settled: false },
+            Canned::ShuttingDown { settled: true },
+            Canned::SpeechLost { settled: false },
+            Canned::SpeechLost { settled: true },
+        ] {
+            assert_eq!(Canned::from_id(&c.id()), Some(c));
+        }
     }
 }

@@ -484,6 +484,16 @@ pub enum Canned {
     /// Said when the reply is late (the dead-air budget, issue 24): one of
     /// [`FILLERS`], by index, never the same one twice in a row.
     Filler(u8),
+    /// Said when the server must end a live call (it is shutting down).
+    /// `settled`: the call already ended in a booking or a promised
+    /// callback, so no new promise is made.
+    ShuttingDown { settled: bool },
+    /// Said when the caller can no longer be heard (speech recognition is
+    /// lost); `settled` as for [`Canned::ShuttingDown`].
+    SpeechLost { settled: bool },
+    /// Said (by the telephone network, before any pipeline) to a caller
+    /// the server cannot take: every line is busy, or it is shutting down.
+    LinesBusy,
 }
 
 /// Short acknowledgements said while a late reply is on its way.
@@ -506,6 +516,11 @@ impl Canned {
             Canned::IdleGoodbye => "idle:goodbye".to_string(),
             Canned::NotHeard => "not_heard".to_string(),
             Canned::Filler(n) => format!("filler:{n}"),
+            Canned::ShuttingDown { settled: false } => "server_end:shutdown".to_string(),
+            Canned::ShuttingDown { settled: true } => "server_end:shutdown:settled".to_string(),
+            Canned::SpeechLost { settled: false } => "server_end:speech_lost".to_string(),
+            Canned::SpeechLost { settled: true } => "server_end:speech_lost:settled".to_string(),
+            Canned::LinesBusy => "lines_busy".to_string(),
         }
     }
 
@@ -521,6 +536,11 @@ impl Canned {
             "idle:prompt_again" => Canned::IdlePromptAgain,
             "idle:goodbye" => Canned::IdleGoodbye,
             "not_heard" => Canned::NotHeard,
+            "server_end:shutdown" => Canned::ShuttingDown { settled: false },
+            "server_end:shutdown:settled" => Canned::ShuttingDown { settled: true },
+            "server_end:speech_lost" => Canned::SpeechLost { settled: false },
+            "server_end:speech_lost:settled" => Canned::SpeechLost { settled: true },
+            "lines_busy" => Canned::LinesBusy,
             other if other.starts_with("filler:") => {
                 let n: u8 = other.strip_prefix("filler:")?.parse().ok()?;
                 (usize::from(n) < FILLERS.len()).then_some(Canned::Filler(n))?
@@ -554,6 +574,39 @@ to sort this out."
                 "I haven't heard anything, so I'll let you go. Call {} back anytime. Goodbye!",
                 profile.company_name
             ),
+            Canned::ShuttingDown { settled } => {
+                let company = &profile.company_name;
+                if *settled {
+                    format!(
+                        "I'm sorry, I have to end our call now. Thank you for calling {company}. \
+                         Goodbye."
+                    )
+                } else {
+                    format!(
+                        "I'm sorry, I have to end our call now. Someone from {company} will call \
+                         you back shortly to finish up. Goodbye."
+                    )
+                }
+            }
+            Canned::LinesBusy => format!(
+                "Thanks for calling {}. All of our lines are busy right now. We will call you \
+                 back shortly. Goodbye.",
+                profile.company_name
+            ),
+            Canned::SpeechLost { settled } => {
+                let company = &profile.company_name;
+                if *settled {
+                    format!(
+                        "I'm sorry, I'm having trouble hearing you on this line. Thank you for \
+                         calling {company}. Goodbye."
+                    )
+                } else {
+                    format!(
+                        "I'm sorry, I'm having trouble hearing you on this line. Someone from \
+                         {company} will call you back shortly at this number. Goodbye."
+                    )
+                }
+            }
         }
     }
 }

@@ -586,7 +586,7 @@ impl Report {
             })
             .collect();
         let context: Vec<(ChatRole, String)> = out
-            .context
+            .context()
             .iter()
             .filter(|m| m.role != ChatRole::System)
             .map(|m| (m.role, m.content.trim().to_string()))

@@ -37,7 +37,7 @@ fn show(r: &Report) {
                 eprintln!("  {:>8.2?} note: {text}", e.at);
             }
         }
-        eprintln!("final state {}", o.session.state);
+        eprintln!("final state {}", o.session().state);
     }
 }
 
@@ -93,7 +93,7 @@ async fn a_whole_booking_by_voice() {
     let r = h.wait_for_agent_hangup(Duration::from_secs(30)).await;
     show(&r);
     r.assert_invariants();
-    let s = &r.outcome().session;
+    let s = &r.outcome().session();
     assert!(s.booking_confirmed, "booked: {:?}", s.state);
     assert_eq!(tool_calls(&r, "book_service"), 1);
     assert_no_talk_over(&r);
@@ -166,7 +166,7 @@ async fn barge_in_stops_the_audio_and_cancels_the_reply() {
     assert_eq!(cut.text, r.ear.heard_text(cut_id));
     let session_line = r
         .outcome()
-        .session
+        .session()
         .transcript_log
         .iter()
         .find(|e| e.interrupted)
@@ -247,7 +247,7 @@ async fn incident_no_dead_air_after_the_lookup() {
     assert!(waited < 4.0, "waited {waited:.2} s");
     let r = h.hang_up().await;
     r.assert_invariants();
-    assert_eq!(r.outcome().session.state.to_string(), "safety");
+    assert_eq!(r.outcome().session().state.to_string(), "safety");
 }
 
 /// Incident 4 (CA4e393d…): the address in five fragments stays one answer;
@@ -280,7 +280,7 @@ async fn incident_fragmented_address() {
     let r = h.hang_up().await;
     show(&r);
     r.assert_invariants();
-    let s = &r.outcome().session;
+    let s = &r.outcome().session();
     assert_ne!(s.state.to_string(), "callback", "escalated mid-answer");
     assert!(
         s.service_address.contains("Franklin"),
@@ -308,7 +308,7 @@ async fn incident_hang_up_right_after_the_goodbye() {
     let r = h.wait_for_agent_hangup(Duration::from_secs(30)).await;
     show(&r);
     r.assert_invariants();
-    assert_eq!(r.outcome().session.state.to_string(), "safety_exit");
+    assert_eq!(r.outcome().session().state.to_string(), "safety_exit");
     let last_audio = r.ear.frames.last().unwrap();
     let end = last_audio.at + last_audio.duration;
     let hung = r.agent_hung_up_at.unwrap();
@@ -406,7 +406,7 @@ async fn after_the_safety_script_a_goodbye_ends_the_call_without_more_words() {
     let r = h.wait_for_agent_hangup(Duration::from_secs(30)).await;
     show(&r);
     r.assert_invariants();
-    assert_eq!(r.outcome().session.state.to_string(), "safety_exit");
+    assert_eq!(r.outcome().session().state.to_string(), "safety_exit");
     let heard = r.heard();
     let script_at = heard
         .iter()

@@ -39,16 +39,17 @@ pub struct App {
 }
 
 /// A caller the server could not take (full or shutting down): their call
-/// is recorded and a callback created (or left in the outbox), so nothing
-/// is lost.
-pub(super) async fn turned_away(app: &App, from: &str, call_sid: &str, line: &str) {
+/// ([`agent::engine::turned_away`]) is recorded and a callback created (or
+/// left in the outbox), so nothing is lost.
+pub(super) async fn turned_away(app: &App, from: &str, call_sid: &str) {
     let now = chrono::Utc::now().timestamp_millis() as f64 / 1000.0;
-    let mut session = agent::Session::new(if from.is_empty() {
+    let caller = if from.is_empty() {
         "unknown".to_string()
     } else {
         from.chars().take(64).collect()
-    });
-    session.call_sid = if call_sid.trim().is_empty() {
+    };
+    // Its own id: the refused call SID may come back in a real call.
+    let call_sid = if call_sid.trim().is_empty() {
         format!("CA-busy-{}", chrono::Utc::now().format("%Y%m%d-%H%M%S-%6f"))
     } else {
         format!(
@@ -56,16 +57,7 @@ pub(super) async fn turned_away(app: &App, from: &str, call_sid: &str, line: &st
             call_sid.trim().chars().take(64).collect::<String>()
         )
     };
-    session.state = agent::State::Callback;
-    session.callback_type = "service".into();
-    session.problem_description = "Called while every line was busy; call back.".into();
-    session
-        .transcript_log
-        .push(agent::session::TranscriptEntry::agent(
-            line,
-            now,
-            agent::State::Callback,
-        ));
+    let session = agent::engine::turned_away(&app.cfg.business, caller, call_sid, now);
     let mut outcome = Outcome {
         session,
         ended_by: EndedBy::Agent,

@@ -319,11 +319,7 @@ pub(super) async fn twiml(
     };
     let (from, to, call_sid) = (param("From"), param("To"), param("CallSid"));
     if !app.calls.has_room() {
-        let company = &app.cfg.business.company_name;
-        let line = format!(
-            "Thanks for calling {company}. All of our lines are busy right now. We will call \
-             you back shortly. Goodbye."
-        );
+        let line = agent::prompts::Canned::LinesBusy.text(&app.cfg.business);
         tracing::warn!(
             live = app.calls.live(),
             draining = app.calls.is_draining(),
@@ -337,8 +333,7 @@ pub(super) async fn twiml(
         };
         metrics::counter!(crate::metrics::CALLS_REFUSED, "reason" => reason).increment(1);
         let app2 = app.clone();
-        let line2 = line.clone();
-        tokio::spawn(async move { super::app::turned_away(&app2, &from, &call_sid, &line2).await });
+        tokio::spawn(async move { super::app::turned_away(&app2, &from, &call_sid).await });
         return twiml_response(twiml::say_and_hang_up(&line));
     }
     let stream_url = format!("{}/ws/twilio", ws_base(&base));

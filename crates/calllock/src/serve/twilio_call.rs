@@ -33,9 +33,8 @@ use super::live::Ending;
 use super::twilio_sink::{ledger, FirstHeard, Outgoing, SharedLedger, TwilioSink};
 use crate::sim::{EndedBy, Outcome};
 use crate::voice_call::{start_call, CallEnd, CallParts, Pacing, ResponderLlm};
-use agent::engine::Engine;
+use agent::engine::{Effect, Engine, Input, ServerEnd};
 use agent::session::Session;
-use agent::State;
 use axum::extract::ws::{Message, WebSocket};
 use futures_util::{SinkExt, StreamExt};
 use providers::twilio::marks::MarkLedger;
@@ -198,13 +197,6 @@ enum SocketEnd {
     Shutdown(Ending),
     /// Speech recognition became unusable for this call (a refused key,
     /// every reconnect failed): the caller cannot be heard any more.
-    SpeechLost,
-}
-
-/// Why the server ends a live call itself.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum ServerEnd {
-    Shutdown(Ending),
     SpeechLost,
 }
 
@@ -404,8 +396,10 @@ impl Call {
         };
         let stop = call.pipeline.end(Duration::from_secs(2)).await;
         let _ = call.player.await;
-        let session_override = match end {
-            SocketEnd::Shutdown(how) => Some(ServerEnd::Shutdown(how)),
+        let server_end = match end {
+            SocketEnd::Shutdown(how) => Some(ServerEnd::ShuttingDown {
+                politely: how != Ending::Now,
+            }),
             SocketEnd::SpeechLost => Some(ServerEnd::SpeechLost),
             _ => None,
         };
@@ -414,21 +408,22 @@ impl Call {
             tracing::error!(call_id = self.call_id, "the call left no outcome");
             return;
         };
+        let mut engine = out.engine;
+        if let Some(why) = server_end {
+            let quiet = self
+                .end_for_server(&mut engine, why, &journal, &mut ws_rx, &mut reader)
+                .await;
+            if let Some(at) = quiet {
+                ended = at.max(ended);
+            }
+        }
         let mut outcome = Outcome {
-            session: out.session,
+            session: engine.into_session(),
             ended_by,
             start_time: started,
             end_time: ended,
             tools: Vec::new(),
         };
-        if let Some(why) = session_override {
-            let quiet = self
-                .end_for_server(&mut outcome, why, &journal, &mut ws_rx, &mut reader)
-                .await;
-            if let Some(at) = quiet {
-                outcome.end_time = at.max(ended);
-            }
-        }
         if matches!(ended_by, EndedBy::Agent) {
             self.hang_up().await;
         }
@@ -555,67 +550,79 @@ impl Call {
     }
 
     /// The server ends the call (it is stopping, or the caller can no
-    /// longer be heard): unless the call already ended in a booking or a
-    /// promised callback, say so, promise a callback and record why.
-    ///
-    /// The line is said as every agent line is (paced, marked) and reaches
-    /// the journal and the transcript only as far as the echoes prove it
-    /// played: cut short (`interrupted`) when the caller hangs up during
-    /// it, absent when not a word of it was heard. Returns when the line
-    /// went quiet (its last mark echoed, or the caller gone), `None` when
-    /// nothing was said.
+    /// longer be heard). What that means for the call — a promised
+    /// callback, the state, the line the caller hears — is the engine's
+    /// decision ([`Input::ServerEnding`]); this carries out its effects on
+    /// the line, whose pipeline has stopped: a state change goes to the
+    /// journal, the line is said straight onto the socket, and what the
+    /// echoes prove played is reported back to the engine and journaled
+    /// (cut short when the caller hangs up during it, absent when not a
+    /// word was heard). Returns when the line went quiet (its last mark
+    /// echoed, or the caller gone), `None` when nothing was said.
     async fn end_for_server(
         &self,
-        outcome: &mut Outcome,
+        engine: &mut Engine,
         why: ServerEnd,
         journal: &Option<crate::journal::Journal>,
         ws_rx: &mut WsRx,
         reader: &mut StreamReader,
     ) -> Option<f64> {
-        let s = &mut outcome.session;
-        let settled = s.booking_confirmed || s.state.promises_callback() || s.state.is_terminal();
-        if !settled {
-            s.state = State::Callback;
-            if s.callback_type.is_empty() {
-                s.callback_type = "service".into();
-            }
-        }
-        let company = &self.app.cfg.business.company_name;
-        let (line, source) = match why {
-            ServerEnd::Shutdown(_) => (shutdown_line(company, settled), "Shutdown"),
-            ServerEnd::SpeechLost => (speech_lost_line(company, settled), "SpeechLost"),
-        };
         if why == ServerEnd::SpeechLost {
             tracing::error!(
                 call_id = self.call_id,
-                "the caller cannot be heard (speech recognition lost); ending with a callback"
+                "the caller cannot be heard (speech recognition lost); ending the call"
             );
         }
-        if why == ServerEnd::Shutdown(Ending::Now) {
-            return None;
-        }
-        let said = self.say_directly(&line, ws_rx, reader).await;
-        let quiet = now_unix();
-        if said.heard.is_empty() {
-            tracing::info!(
-                call_id = self.call_id,
-                "the caller heard none of the last line"
-            );
-            return Some(quiet);
-        }
-        let state = s.state;
-        if let Some(j) = journal {
-            let mut data =
-                serde_json::json!({"text": said.heard, "state": state.as_str(), "source": source});
-            if said.cut {
-                data["interrupted"] = true.into();
+        let mut quiet = None;
+        for effect in engine.handle(Input::ServerEnding(why), now_unix()) {
+            match effect {
+                Effect::StateChanged { from, to } => {
+                    if let Some(j) = journal {
+                        let (kind, data) =
+                            crate::journal::entry::Entry::Note(crate::journal::entry::Note {
+                                kind: "state".into(),
+                                text: format!("{from} -> {to}"),
+                            })
+                            .into_stored();
+                        j.record(now_unix(), kind, data);
+                    }
+                }
+                Effect::Speak { canned, text } => {
+                    let said = self.say_directly(&text, ws_rx, reader).await;
+                    quiet = Some(now_unix());
+                    if said.cut || said.heard.is_empty() {
+                        engine.handle(
+                            Input::AgentInterrupted {
+                                said: text.clone(),
+                                heard: said.heard.clone(),
+                            },
+                            now_unix(),
+                        );
+                    }
+                    if said.heard.is_empty() {
+                        tracing::info!(
+                            call_id = self.call_id,
+                            "the caller heard none of the last line"
+                        );
+                        continue;
+                    }
+                    if let Some(j) = journal {
+                        let mut data = serde_json::json!({
+                            "text": said.heard,
+                            "state": engine.state().as_str(),
+                            "source": "Canned",
+                            "canned": canned.id(),
+                        });
+                        if said.cut {
+                            data["interrupted"] = true.into();
+                        }
+                        j.record(said.at, "agent", data);
+                    }
+                }
+                _ => {}
             }
-            j.record(said.at, "agent", data);
         }
-        let mut entry = agent::session::TranscriptEntry::agent(said.heard, said.at, state);
-        entry.interrupted = said.cut;
-        s.transcript_log.push(entry);
-        Some(quiet)
+        quiet
     }
 
     /// Say `text` straight onto the socket (the pipeline has stopped), in
@@ -820,33 +827,6 @@ enum Step {
     Audio(Vec<u8>, u64),
     Continue,
     Stop,
-}
-
-/// What the agent says when the caller can no longer be heard.
-fn speech_lost_line(company: &str, settled: bool) -> String {
-    if settled {
-        format!(
-            "I'm sorry, I'm having trouble hearing you on this line. Thank you for calling \
-             {company}. Goodbye."
-        )
-    } else {
-        format!(
-            "I'm sorry, I'm having trouble hearing you on this line. Someone from {company} \
-             will call you back shortly at this number. Goodbye."
-        )
-    }
-}
-
-/// What the agent says when the server must end a live call.
-fn shutdown_line(company: &str, settled: bool) -> String {
-    if settled {
-        format!("I'm sorry, I have to end our call now. Thank you for calling {company}. Goodbye.")
-    } else {
-        format!(
-            "I'm sorry, I have to end our call now. Someone from {company} will call you back \
-             shortly to finish up. Goodbye."
-        )
-    }
 }
 
 #[cfg(test)]

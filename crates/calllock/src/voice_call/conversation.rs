@@ -31,14 +31,36 @@ use super::played::PlayedProof;
 use crate::latency::{ReplyKind, TurnLatency};
 
 /// What the conversation stage leaves behind when the call ends.
-#[derive(Debug, Clone)]
 pub struct CallOutcome {
-    pub session: Session,
+    /// The call's engine, with its session and LLM context as the call
+    /// left them: the transport gives it the inputs that only it can
+    /// report after the pipeline stopped (the server ending the call).
+    pub engine: Engine,
     pub log: EventLog,
-    /// The engine's LLM context at the end (system prompt first).
-    pub context: Vec<ChatMessage>,
     /// Where each answered turn's time went, in the order written.
     pub latency: Vec<TurnLatency>,
+}
+
+impl CallOutcome {
+    /// The call's session (state, fields, transcript).
+    pub fn session(&self) -> &Session {
+        self.engine.session()
+    }
+
+    /// The engine's LLM context at the end (system prompt first).
+    pub fn context(&self) -> &[ChatMessage] {
+        self.engine.llm_messages()
+    }
+}
+
+impl std::fmt::Debug for CallOutcome {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CallOutcome")
+            .field("session", self.session())
+            .field("log", &self.log)
+            .field("latency", &self.latency)
+            .finish_non_exhaustive()
+    }
 }
 
 /// Why the agent asked to end the call (see [`CallControl`]).
@@ -528,10 +550,16 @@ impl ConversationStage {
         let now = self.now();
         let _ = self.engine.handle(Input::FlushTranscript, now);
         if let Some(tx) = self.outcome.take() {
+            // The call's engine goes with the outcome; the stopped stage
+            // keeps a blank one (it handles nothing more).
+            let blank = Engine::new(
+                Session::default(),
+                self.engine.profile().clone(),
+                agent::engine::EngineConfig::default(),
+            );
             let _ = tx.send(CallOutcome {
-                session: self.engine.session().clone(),
+                engine: std::mem::replace(&mut self.engine, blank),
                 log: self.log.clone(),
-                context: self.engine.llm_messages().to_vec(),
                 latency: std::mem::take(&mut self.latencies),
             });
         }
