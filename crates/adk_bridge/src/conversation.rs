@@ -27,7 +27,7 @@ use voice::floor::{Floor, MuteReason};
 use voice::frames::{ControlFrame, Custom, Data, Frame, SystemFrame, UtteranceId};
 use voice::history::MsgId;
 use voice::observe::Observation;
-use voice::stages::llm::{LlmReply, LlmToolCall, LlmToolResult};
+use voice::stages::llm::LlmReply;
 use voice::{Ctx, Direction, Stage};
 
 /// What the application asks of the agent from inside the pipeline: send
@@ -258,22 +258,18 @@ impl Stage for AdkConversation {
                     let o = self.accountant.interrupt();
                     self.outcomes(o);
                 }
-                ControlFrame::Custom(c) => {
-                    if let Some(reply) = c.get::<LlmReply>().cloned() {
-                        self.reply_ended(&reply);
-                        self.ask_held(ctx);
-                    } else if let Some(call) = c.get::<LlmToolCall>() {
-                        ctx.observe(Observation::Tool {
-                            name: call.name.clone(),
-                            finished: false,
-                        });
-                    } else if let Some(done) = c.get::<LlmToolResult>() {
-                        ctx.observe(Observation::Tool {
-                            name: done.name.clone(),
-                            finished: true,
-                        });
-                    }
+                ControlFrame::LlmReply(reply) => {
+                    self.reply_ended(&reply);
+                    self.ask_held(ctx);
                 }
+                ControlFrame::LlmToolCall(call) => ctx.observe(Observation::Tool {
+                    name: call.name.clone(),
+                    finished: false,
+                }),
+                ControlFrame::LlmToolResult(done) => ctx.observe(Observation::Tool {
+                    name: done.name.clone(),
+                    finished: true,
+                }),
                 // The turn stage above reads the floor, not these.
                 _ => {}
             },

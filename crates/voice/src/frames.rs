@@ -108,8 +108,27 @@ pub enum ControlFrame {
         stage: &'static str,
         message: Arc<str>,
     },
-    /// Application-defined control.
+    /// The LLM stage's reply ended: complete, cut off or failed (sent
+    /// upstream, to the conversation).
+    LlmReply(Box<crate::stages::llm::LlmReply>),
+    /// The model asked for a tool (sent upstream).
+    LlmToolCall(Box<crate::stages::llm::LlmToolCall>),
+    /// A tool the model runs itself returned (sent upstream).
+    LlmToolResult(Box<crate::stages::llm::LlmToolResult>),
+    /// The turn stage's wait for the caller's `run`-th stretch of speech to
+    /// last long enough to interrupt the agent is over (its own timer).
+    SpeechLongEnough { run: u64 },
+    /// Application-defined control (never voice's own messages).
     Custom(Custom),
+}
+
+/// What a stage's own background task reports back to the stage: one event
+/// of the stream it pumps, the stream's failure, or its end.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Streamed<E> {
+    Event(E),
+    Failed(String),
+    Done,
 }
 
 /// An application-defined payload (the one escape hatch).
@@ -231,7 +250,11 @@ pub enum Data {
     SpeakEnd { id: UtteranceId },
     /// Synthesized agent audio for utterance `id`.
     OutputAudio { id: UtteranceId, audio: Audio },
-    /// Application-defined data.
+    /// The LLM stage's reply stream reported (to the LLM stage itself).
+    LlmStreamed(Box<crate::stages::llm::LlmStreamed>),
+    /// The TTS stage's synthesis reported (to the TTS stage itself).
+    TtsStreamed(Box<crate::stages::tts::TtsStreamed>),
+    /// Application-defined data (never voice's own messages).
     Custom(Custom),
 }
 
@@ -284,6 +307,10 @@ impl Frame {
                 ControlFrame::SynthesisCut { .. } => "synthesis_cut",
                 ControlFrame::Milestone { .. } => "milestone",
                 ControlFrame::Error { .. } => "error",
+                ControlFrame::LlmReply(_) => "llm_reply",
+                ControlFrame::LlmToolCall(_) => "llm_tool_call",
+                ControlFrame::LlmToolResult(_) => "llm_tool_result",
+                ControlFrame::SpeechLongEnough { .. } => "speech_long_enough",
                 ControlFrame::Custom(_) => "custom_control",
             },
             Frame::Data(d) => match d.data {
@@ -296,6 +323,8 @@ impl Frame {
                 Data::Speak(_) => "speak",
                 Data::SpeakEnd { .. } => "speak_end",
                 Data::OutputAudio { .. } => "output_audio",
+                Data::LlmStreamed(_) => "llm_streamed",
+                Data::TtsStreamed(_) => "tts_streamed",
                 Data::Custom(_) => "custom_data",
             },
         }

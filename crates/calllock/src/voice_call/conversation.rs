@@ -22,7 +22,7 @@ use voice::frames::{ControlFrame, Custom, Data, Frame, SystemFrame, UtteranceId,
 use voice::history::{
     AgentSource, Event, EventLog, MsgId, Role as LogRole, ToolCallId, ToolOutcome,
 };
-use voice::stages::llm::{LlmReply, LlmToolCall};
+use voice::stages::llm::LlmReply;
 use voice::{Ctx, Direction, Stage};
 
 use super::journal::VoiceJournal;
@@ -683,25 +683,24 @@ impl Stage for ConversationStage {
                         .and_then(|b| b.0.lock().ok().and_then(|mut g| g.take()))
                     {
                         self.background(bg, ctx);
-                    } else if let Some(reply) = c.get::<LlmReply>() {
-                        let reply = reply.clone();
-                        self.llm_reply(&reply, ctx);
-                    } else if let Some(call) = c.get::<LlmToolCall>() {
-                        // Tools are chosen by the state machine, never by
-                        // the LLM; a tool call from the model is recorded
-                        // and refused.
-                        let call_id = self.log.next_tool_call_id();
-                        self.append(Event::ToolCalled {
-                            call_id,
-                            name: call.name.clone(),
-                            args: call.arguments.clone(),
-                        });
-                        self.append(Event::ToolFinished {
-                            call_id,
-                            result: "refused: tools are chosen by the state machine".into(),
-                            outcome: ToolOutcome::Failed,
-                        });
                     }
+                }
+                ControlFrame::LlmReply(reply) => self.llm_reply(&reply, ctx),
+                ControlFrame::LlmToolCall(call) => {
+                    // Tools are chosen by the state machine, never by the
+                    // LLM; a tool call from the model is recorded and
+                    // refused.
+                    let call_id = self.log.next_tool_call_id();
+                    self.append(Event::ToolCalled {
+                        call_id,
+                        name: call.name.clone(),
+                        args: call.arguments.clone(),
+                    });
+                    self.append(Event::ToolFinished {
+                        call_id,
+                        result: "refused: tools are chosen by the state machine".into(),
+                        outcome: ToolOutcome::Failed,
+                    });
                 }
                 ControlFrame::Error { stage, message } => {
                     tracing::warn!(stage, %message, "pipeline error");

@@ -13,7 +13,7 @@
 
 use super::pump;
 use crate::frames::{
-    ControlFrame, Custom, Data, Epoch, Frame, SystemFrame, UtteranceId, UtteranceText,
+    ControlFrame, Custom, Data, Epoch, Frame, Streamed, SystemFrame, UtteranceId, UtteranceText,
 };
 use crate::latency::Milestone;
 use crate::stage::{Ctx, Direction, Stage};
@@ -49,7 +49,7 @@ pub trait Llm: Send + Sync + 'static {
     fn stream(&self, request: &Custom) -> LlmStream;
 }
 
-/// Sent upstream (in a [`ControlFrame::Custom`]) when a reply ends.
+/// Sent upstream ([`ControlFrame::LlmReply`]) when a reply ends.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LlmReply {
     pub id: UtteranceId,
@@ -61,7 +61,8 @@ pub struct LlmReply {
     pub error: Option<String>,
 }
 
-/// Sent upstream when the model asks for a tool.
+/// Sent upstream ([`ControlFrame::LlmToolCall`]) when the model asks for a
+/// tool.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LlmToolCall {
     pub id: UtteranceId,
@@ -69,7 +70,8 @@ pub struct LlmToolCall {
     pub arguments: String,
 }
 
-/// Sent upstream when a tool the model runs itself returned.
+/// Sent upstream ([`ControlFrame::LlmToolResult`]) when a tool the model
+/// runs itself returned.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LlmToolResult {
     pub id: UtteranceId,
@@ -77,17 +79,12 @@ pub struct LlmToolResult {
     pub result: String,
 }
 
-#[derive(Debug)]
-enum Report {
-    Event(LlmEvent),
-    Failed(String),
-    Done,
-}
-
-#[derive(Debug)]
-struct FromTask {
-    id: UtteranceId,
-    report: Report,
+/// What the stream of reply `id` reported ([`Data::LlmStreamed`], from the
+/// stage's task to the stage).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LlmStreamed {
+    pub id: UtteranceId,
+    pub item: Streamed<LlmEvent>,
 }
 
 struct InFlight {
@@ -117,7 +114,7 @@ impl LlmStage {
                 complete: false,
                 error: None,
             };
-            ctx.push_up(Frame::Control(ControlFrame::Custom(Custom::new(reply))));
+            ctx.push_up(Frame::Control(ControlFrame::LlmReply(Box::new(reply))));
         }
     }
 }
@@ -150,25 +147,26 @@ impl Stage for LlmStage {
                     });
                     ctx.spawn(token, move |tx| {
                         pump(stream, tx, move |item| {
-                            let report = match item {
-                                Some(Ok(e)) => Report::Event(e),
-                                Some(Err(e)) => Report::Failed(e.0),
-                                None => Report::Done,
+                            let item = match item {
+                                Some(Ok(e)) => Streamed::Event(e),
+                                Some(Err(e)) => Streamed::Failed(e.0),
+                                None => Streamed::Done,
                             };
-                            Frame::data(epoch, Data::Custom(Custom::new(FromTask { id, report })))
+                            Frame::data(
+                                epoch,
+                                Data::LlmStreamed(Box::new(LlmStreamed { id, item })),
+                            )
                         })
                     });
                 }
-                Data::Custom(c) if c.get::<FromTask>().is_some() => {
-                    let Some(FromTask { id, report }) = c.get::<FromTask>() else {
-                        return;
-                    };
+                Data::LlmStreamed(streamed) => {
+                    let LlmStreamed { id, item: report } = &*streamed;
                     let Some(cur) = self.current.as_mut().filter(|f| f.id == *id) else {
                         return; // a superseded request's leftovers
                     };
                     let epoch = cur.epoch;
                     match report {
-                        Report::Event(LlmEvent::Text(t)) => {
+                        Streamed::Event(LlmEvent::Text(t)) => {
                             if cur.text.is_empty() && !t.is_empty() {
                                 let at = Instant::now();
                                 ctx.push_up(Milestone::LlmFirstToken.frame(*id, at));
@@ -182,23 +180,25 @@ impl Stage for LlmStage {
                                 }),
                             ));
                         }
-                        Report::Event(LlmEvent::ToolCall { name, arguments }) => {
+                        Streamed::Event(LlmEvent::ToolCall { name, arguments }) => {
                             let call = LlmToolCall {
                                 id: *id,
                                 name: name.clone(),
                                 arguments: arguments.clone(),
                             };
-                            ctx.push_up(Frame::Control(ControlFrame::Custom(Custom::new(call))));
+                            ctx.push_up(Frame::Control(ControlFrame::LlmToolCall(Box::new(call))));
                         }
-                        Report::Event(LlmEvent::ToolResult { name, result }) => {
+                        Streamed::Event(LlmEvent::ToolResult { name, result }) => {
                             let done = LlmToolResult {
                                 id: *id,
                                 name: name.clone(),
                                 result: result.clone(),
                             };
-                            ctx.push_up(Frame::Control(ControlFrame::Custom(Custom::new(done))));
+                            ctx.push_up(Frame::Control(ControlFrame::LlmToolResult(Box::new(
+                                done,
+                            ))));
                         }
-                        Report::Failed(e) => {
+                        Streamed::Failed(e) => {
                             let f = self.current.take().expect("checked");
                             ctx.push(Frame::data(epoch, Data::LlmEnd { id: *id }));
                             let reply = LlmReply {
@@ -207,9 +207,9 @@ impl Stage for LlmStage {
                                 complete: false,
                                 error: Some(e.clone()),
                             };
-                            ctx.push_up(Frame::Control(ControlFrame::Custom(Custom::new(reply))));
+                            ctx.push_up(Frame::Control(ControlFrame::LlmReply(Box::new(reply))));
                         }
-                        Report::Done => {
+                        Streamed::Done => {
                             let f = self.current.take().expect("checked");
                             ctx.push(Frame::data(epoch, Data::LlmEnd { id: *id }));
                             let reply = LlmReply {
@@ -218,7 +218,7 @@ impl Stage for LlmStage {
                                 complete: true,
                                 error: None,
                             };
-                            ctx.push_up(Frame::Control(ControlFrame::Custom(Custom::new(reply))));
+                            ctx.push_up(Frame::Control(ControlFrame::LlmReply(Box::new(reply))));
                         }
                     }
                 }

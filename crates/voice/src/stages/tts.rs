@@ -20,7 +20,7 @@
 
 use super::next;
 use crate::accountant::WordTiming;
-use crate::frames::{Audio, ControlFrame, Custom, Data, Epoch, Frame, SystemFrame, UtteranceId};
+use crate::frames::{Audio, ControlFrame, Data, Epoch, Frame, Streamed, SystemFrame, UtteranceId};
 use crate::latency::Milestone;
 use crate::stage::{Ctx, Direction, Stage};
 use futures_core::Stream;
@@ -152,17 +152,12 @@ enum Item {
     },
 }
 
-#[derive(Debug)]
-enum Report {
-    Event(TtsEvent),
-    Failed(String),
-    Done,
-}
-
-#[derive(Debug)]
-struct FromTask {
-    job: u64,
-    report: Report,
+/// What synthesis job `job` reported ([`Data::TtsStreamed`], from the
+/// stage's task to the stage).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TtsStreamed {
+    pub job: u64,
+    pub item: Streamed<TtsEvent>,
 }
 
 struct Job {
@@ -247,13 +242,13 @@ impl TtsStage {
                     let (playout, lead) = (self.playout.clone(), self.lead);
                     ctx.spawn(token, move |tx| {
                         paced_pump(stream, tx, playout, epoch, lead, move |item| {
-                            let report = match item {
-                                Some(Ok(e)) => Report::Event(e),
-                                Some(Err(e)) => Report::Failed(e.0),
-                                None => Report::Done,
+                            let item = match item {
+                                Some(Ok(e)) => Streamed::Event(e),
+                                Some(Err(e)) => Streamed::Failed(e.0),
+                                None => Streamed::Done,
                             };
-                            let task = FromTask { job: seq, report };
-                            Frame::data(epoch, Data::Custom(Custom::new(task)))
+                            let streamed = TtsStreamed { job: seq, item };
+                            Frame::data(epoch, Data::TtsStreamed(Box::new(streamed)))
                         })
                     });
                 }
@@ -313,16 +308,14 @@ impl Stage for TtsStage {
                     self.queue.push_back(Item::End { id, epoch: d.epoch });
                     self.kick(ctx);
                 }
-                Data::Custom(c) if c.get::<FromTask>().is_some() => {
-                    let Some(FromTask { job, report }) = c.get::<FromTask>() else {
-                        return;
-                    };
+                Data::TtsStreamed(streamed) => {
+                    let TtsStreamed { job, item: report } = &*streamed;
                     let Some(cur) = self.job.as_ref().filter(|j| j.seq == *job) else {
                         return;
                     };
                     let (id, epoch, base) = (cur.id, cur.epoch, cur.base);
                     match report {
-                        Report::Event(TtsEvent::Audio(a)) => {
+                        Streamed::Event(TtsEvent::Audio(a)) => {
                             let produced = self.produced.entry(id).or_default();
                             if produced.is_zero() && !a.duration().is_zero() {
                                 let at = Instant::now();
@@ -337,10 +330,10 @@ impl Stage for TtsStage {
                                 },
                             ));
                         }
-                        Report::Event(TtsEvent::Cut) => {
+                        Streamed::Event(TtsEvent::Cut) => {
                             ctx.push_up(cut(id, base, &self.produced));
                         }
-                        Report::Event(TtsEvent::Word(w)) => {
+                        Streamed::Event(TtsEvent::Word(w)) => {
                             let w = WordTiming {
                                 word: w.word.clone(),
                                 start: base + w.start,
@@ -351,7 +344,7 @@ impl Stage for TtsStage {
                                 words: Arc::from(vec![w]),
                             }));
                         }
-                        Report::Failed(e) => {
+                        Streamed::Failed(e) => {
                             tracing::warn!(error = %e, "TTS failed; sentence skipped");
                             ctx.push_up(cut(id, base, &self.produced));
                             ctx.push_up(Frame::Control(ControlFrame::Error {
@@ -361,7 +354,7 @@ impl Stage for TtsStage {
                             self.job = None;
                             self.kick(ctx);
                         }
-                        Report::Done => {
+                        Streamed::Done => {
                             self.job = None;
                             self.kick(ctx);
                         }

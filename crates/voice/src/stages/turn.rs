@@ -12,7 +12,7 @@
 //! (the post-tool buffer of the brain depends on it).
 
 use crate::floor::Floor;
-use crate::frames::{ControlFrame, Custom, Data, Frame};
+use crate::frames::{ControlFrame, Data, Frame};
 use crate::stage::{Ctx, Direction, Stage};
 use std::sync::Arc;
 use std::time::Duration;
@@ -39,9 +39,6 @@ impl Default for BargeInRules {
         }
     }
 }
-
-#[derive(Debug)]
-struct SpeechLongEnough(u64);
 
 /// The turn-taking stage.
 pub struct TurnStage {
@@ -106,7 +103,7 @@ impl Stage for TurnStage {
                     let token = ctx.scope().call_token().clone();
                     ctx.spawn_control(token, async move {
                         tokio::time::sleep(wait).await;
-                        Frame::Control(ControlFrame::Custom(Custom::new(SpeechLongEnough(run))))
+                        Frame::Control(ControlFrame::SpeechLongEnough { run })
                     });
                 }
                 ctx.pass(frame, dir);
@@ -116,12 +113,10 @@ impl Stage for TurnStage {
             Frame::Control(ControlFrame::UserStoppedSpeaking) => {
                 self.speaking = false;
             }
-            Frame::Control(ControlFrame::Custom(c)) if c.get::<SpeechLongEnough>().is_some() => {
-                if let Some(SpeechLongEnough(run)) = c.get::<SpeechLongEnough>() {
-                    if *run == self.run && self.speaking {
-                        self.long_enough = true;
-                        self.consider(ctx);
-                    }
+            Frame::Control(ControlFrame::SpeechLongEnough { run }) => {
+                if *run == self.run && self.speaking {
+                    self.long_enough = true;
+                    self.consider(ctx);
                 }
                 return;
             }
