@@ -1,10 +1,7 @@
-//! A whole voice call with an ADK agent as its brain: the pipeline
-//! assembled, the player pacing the agent's audio into your sink.
-//!
-//! ```text
-//! input ─▶ vad ─▶ stt ─▶ turn ─▶ AdkConversation ─▶ llm (AdkLlm) ─▶ sentences
-//!       ─▶ tts ─▶ resample(8 kHz) ─▶ output ─▶ player ─▶ sink
-//! ```
+//! A whole voice call with an ADK agent as its brain: the telephone
+//! pipeline of [`voice::telephone`] with [`AdkConversation`] as the brain
+//! and [`AdkLlm`] as its model, the player pacing the agent's audio into
+//! your sink.
 //!
 //! Bring the speech (any [`Stt`], [`Tts`] and [`SpeechDetector`] of the
 //! `voice` crate: the offline codec, or real vendors) and the agent's
@@ -49,49 +46,36 @@ pub struct Parts<D, S> {
     pub observer: Option<voice::observe::ObserverTx>,
 }
 
-/// Build and start the pipeline; agent audio goes to `sink`.
+/// Build and start the telephone ([`voice::telephone`]) around the ADK
+/// conversation; agent audio goes to `sink`.
 pub fn start<D, S, K>(parts: Parts<D, S>, sink: K) -> AdkVoiceCall<K>
 where
     D: voice::stages::vad::SpeechDetector,
     S: voice::stages::stt::Stt,
     K: voice::stages::output::AudioSink,
 {
-    use voice::stages::{
-        llm::LlmStage, output, resample::ResampleStage, sentences::SentenceAggregator,
-        stt::SttStage, tts::TtsStage, turn::TurnStage, vad::VadStage,
-    };
     let floor = Arc::new(Floor::default());
     let llm = AdkLlm::new(parts.call.clone()).with_floor(floor.clone());
-    let mut builder = voice::Pipeline::builder();
-    if let Some(tx) = parts.observer {
-        builder = builder.observer(tx);
-    }
-    let mut pipeline = builder
-        .stage(VadStage::new(parts.detector))
-        .stage(SttStage::new(parts.stt))
-        .stage(TurnStage::new(floor.clone(), parts.barge_in))
-        .stage(AdkConversation::new(
-            parts.call,
-            &parts.agent_name,
-            floor.clone(),
-        ))
-        .stage(LlmStage::new(Arc::new(llm)))
-        .stage(SentenceAggregator::default())
-        .stage(TtsStage::new(parts.tts))
-        .stage(ResampleStage::new(8000))
-        .stage(output::OutputStage)
-        .tail(output::OUTPUT_QUEUE_FRAMES)
-        .build();
-    let tail = pipeline.take_tail().expect("built with a tail");
-    let up = pipeline
-        .stage_control(pipeline.len() - 1)
-        .expect("the output stage");
-    let player = output::Player::new(sink, tail, up, pipeline.scope().clone(), floor.clone())
-        .with_lead(parts.output_lead);
-    let player = tokio::spawn(player.run());
+    let brain = AdkConversation::new(parts.call, &parts.agent_name, floor.clone());
+    let telephone = voice::telephone::start(
+        voice::telephone::Parts {
+            floor,
+            detector: parts.detector,
+            stt: parts.stt,
+            barge_in: parts.barge_in,
+            llm: Arc::new(llm),
+            tts: parts.tts,
+            output_lead: parts.output_lead,
+            pacing: None,
+            playout: None,
+            observer: parts.observer,
+        },
+        brain,
+        sink,
+    );
     AdkVoiceCall {
-        pipeline,
-        floor,
-        player,
+        pipeline: telephone.pipeline,
+        floor: telephone.floor,
+        player: telephone.player,
     }
 }

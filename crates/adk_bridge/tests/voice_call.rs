@@ -14,7 +14,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 use voice::floor::Floor;
 use voice::stages::turn::BargeInRules;
-use voice::testkit::{CodecDetector, Ear, MockStt, MockTts, Mouth};
+use voice::testkit::{Caller, CodecDetector, Ear, MockStt, MockTts};
 
 #[path = "support/mod.rs"]
 mod support;
@@ -25,7 +25,7 @@ struct Call {
     observed: voice::observe::ObserverRx,
     adk: AdkCall,
     model: MockModel,
-    mouth: Mouth,
+    caller: Caller,
     ear: Ear,
     floor: Arc<Floor>,
     pipeline: voice::Pipeline,
@@ -88,12 +88,14 @@ async fn start_agent(
     );
     let (pipeline, floor) = (running.pipeline, running.floor);
     let input = pipeline.input().unwrap().clone();
-    let mouth = Mouth::start(input, 8000, CPS);
+    let mut caller = Caller::on(input, 8000, CPS, ear.clone(), floor.clone());
+    // A reply's sentences follow one another within half a second.
+    caller.quiet = Duration::from_millis(500);
     Call {
         observed,
         adk,
         model,
-        mouth,
+        caller,
         ear,
         floor,
         pipeline,
@@ -109,29 +111,10 @@ impl Call {
             .collect()
     }
 
-    /// Say `text` and wait for the whole reply (quiet for 0.5 s).
+    /// Say `text` and wait for the whole reply (quiet for 0.5 s; dead air
+    /// over 5 s fails).
     async fn turn(&self, text: &str) -> String {
-        let from = self.ear.snapshot().frames.len();
-        self.mouth.speak(text);
-        self.mouth.finished().await;
-        let deadline = Instant::now() + Duration::from_secs(5);
-        while self.ear.snapshot().frames.len() == from {
-            assert!(Instant::now() < deadline, "dead air after {text:?}");
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-        let mut quiet = Instant::now();
-        let mut seen = 0;
-        loop {
-            tokio::time::sleep(Duration::from_millis(20)).await;
-            let n = self.ear.snapshot().frames.len();
-            if n != seen {
-                seen = n;
-                quiet = Instant::now();
-            } else if !self.floor.bot_speaking() && quiet.elapsed() >= Duration::from_millis(500) {
-                break;
-            }
-        }
-        self.heard_since(from).join(" ")
+        self.caller.turn(text, Duration::from_secs(5)).await.text
     }
 
     /// (author, text) of the session's text events.
@@ -182,8 +165,7 @@ async fn after_an_interruption_the_model_gets_only_what_the_caller_heard() {
     ])
     .await;
     let from = call.ear.snapshot().frames.len();
-    call.mouth.speak("When are you free?");
-    call.mouth.finished().await;
+    call.caller.say("When are you free?").await;
     // Talk over the reply once a few words were heard.
     let deadline = Instant::now() + Duration::from_secs(10);
     while call.heard_since(from).len() < 6 {
@@ -191,8 +173,7 @@ async fn after_an_interruption_the_model_gets_only_what_the_caller_heard() {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     let talked_over = call.ear.snapshot().frames.len();
-    call.mouth.speak("Saturday please");
-    call.mouth.finished().await;
+    call.caller.say("Saturday please").await;
     let deadline = Instant::now() + Duration::from_secs(10);
     while !call.heard_since(talked_over).join(" ").ends_with("it is.") {
         assert!(
@@ -253,13 +234,11 @@ async fn the_caller_is_not_heard_over_a_running_tool_and_is_answered_after_it() 
     )
     .await;
     let from = call.ear.snapshot().frames.len();
-    call.mouth.speak("Book me for Friday at ten");
-    call.mouth.finished().await;
+    call.caller.say("Book me for Friday at ten").await;
     // While the tool runs (about four seconds), the caller speaks.
     tokio::time::sleep(Duration::from_millis(1500)).await;
     assert!(call.floor.muted(), "barge-in muted while the tool runs");
-    call.mouth.speak("Hello are you there");
-    call.mouth.finished().await;
+    call.caller.say("Hello are you there").await;
     let deadline = Instant::now() + Duration::from_secs(20);
     while !call.heard_since(from).join(" ").ends_with("still here.") {
         assert!(

@@ -32,8 +32,9 @@ use std::time::Duration;
 use tokio::time::Instant;
 use voice::history::{AgentSource, Event, Role as LogRole};
 use voice::stages::turn::BargeInRules;
+pub use voice::testkit::Heard;
 use voice::testkit::{
-    CodecDetector, Ear, EarLog, LlmCall, MockLlm, MockReply, MockStt, MockTts, Mouth,
+    normalise, Caller, CodecDetector, Ear, EarLog, LlmCall, MockLlm, MockReply, MockStt, MockTts,
 };
 use voice::StopReport;
 
@@ -142,20 +143,12 @@ impl Default for HarnessConfig {
 pub struct Harness {
     pub cfg: HarnessConfig,
     call: RunningCall<Ear>,
-    pub mouth: Mouth,
+    /// The caller: its mouth on the pipeline's input, its ear at the sink.
+    pub caller: Caller,
     pub ear: Ear,
     pub llm: MockLlm,
     pub tts: MockTts,
     pub t0: Instant,
-}
-
-/// What the agent said in one response, as heard.
-#[derive(Clone, Debug)]
-pub struct Heard {
-    /// Seconds since the call started when the first word arrived.
-    pub at: f64,
-    /// The words heard, joined.
-    pub text: String,
 }
 
 impl Harness {
@@ -229,11 +222,18 @@ impl Harness {
             ear.clone(),
         );
         let input = call.pipeline.input().expect("input").clone();
-        let mouth = Mouth::start(input, 8000, cfg.chars_per_second);
+        let mut caller = Caller::on(
+            input,
+            8000,
+            cfg.chars_per_second,
+            ear.clone(),
+            call.floor.clone(),
+        );
+        caller.t0 = t0;
         Harness {
             cfg,
             call,
-            mouth,
+            caller,
             ear,
             llm,
             tts,
@@ -243,33 +243,27 @@ impl Harness {
 
     /// Seconds since the call started.
     pub fn t(&self) -> f64 {
-        self.t0.elapsed().as_secs_f64()
+        self.secs(Instant::now())
     }
 
-    /// Seconds since the call started at `at`.
+    /// `at` in seconds since the call started.
     pub fn secs(&self, at: Instant) -> f64 {
         at.saturating_duration_since(self.t0).as_secs_f64()
     }
 
     /// The caller says `text` (returns when the last word was spoken).
     pub async fn say(&self, text: &str) {
-        self.mouth.speak(text);
-        self.mouth.finished().await;
+        self.caller.say(text).await
     }
 
     /// The caller says each fragment, pausing `gap` between them.
     pub async fn say_fragments(&self, fragments: &[&str], gap: Duration) {
-        for (i, f) in fragments.iter().enumerate() {
-            if i > 0 {
-                tokio::time::sleep(gap).await;
-            }
-            self.say(f).await;
-        }
+        self.caller.say_fragments(fragments, gap).await
     }
 
     /// The caller says nothing for `d`.
     pub async fn stay_silent(&self, d: Duration) {
-        tokio::time::sleep(d).await;
+        self.caller.stay_silent(d).await
     }
 
     /// Wait for the agent's next response (audio that starts from now on)
@@ -283,91 +277,19 @@ impl Harness {
     /// [`Harness::wait_for_response`] with another budget (e.g. the idle
     /// prompt).
     pub async fn wait_for_response_within(&self, budget: Duration) -> Heard {
-        let from = Instant::now();
-        let from_idx = self.ear.snapshot().frames.len();
-        let last_voice = self
-            .mouth
-            .last_voiced()
-            .map(|t| t + Duration::from_millis(20));
-        let deadline = last_voice.unwrap_or(from).max(self.t0) + budget;
-        let deadline = deadline.max(from + Duration::from_millis(20));
-        loop {
-            let log = self.ear.snapshot();
-            if log.frames.len() > from_idx {
-                break;
-            }
-            if Instant::now() >= deadline {
-                panic!(
-                    "dead air: no agent audio within {:.1} s after the caller stopped (t={:.2} s)",
-                    budget.as_secs_f64(),
-                    self.t()
-                );
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-        // Until the agent stops speaking (a pause of 0.3 s ends it).
-        let mut quiet_since = Instant::now();
-        let mut seen = 0;
-        loop {
-            tokio::time::sleep(Duration::from_millis(20)).await;
-            let n = self.ear.snapshot().frames.len();
-            if n != seen {
-                seen = n;
-                quiet_since = Instant::now();
-            } else if !self.call.floor.bot_speaking()
-                && quiet_since.elapsed() >= Duration::from_millis(300)
-            {
-                break;
-            }
-        }
-        let log = self.ear.snapshot();
-        let frames = &log.frames[from_idx.min(log.frames.len())..];
-        Heard {
-            at: frames.first().map(|f| self.secs(f.at)).unwrap_or_default(),
-            text: frames
-                .iter()
-                .filter_map(|f| f.word.clone())
-                .collect::<Vec<_>>()
-                .join(" "),
-        }
+        self.caller.wait_for_response_within(budget).await
     }
 
     /// Wait until the caller has heard `words` (a phrase, case-insensitive)
     /// from the agent, then say `text` over the agent. Returns when the
     /// interrupting speech began (its first voiced frame).
     pub async fn interrupt_after(&self, words: &str, text: &str) -> Instant {
-        let want = normalise(words);
-        let from_idx = self.ear.snapshot().frames.len();
-        let give_up = Instant::now() + Duration::from_secs(60);
-        loop {
-            let log = self.ear.snapshot();
-            let heard: Vec<String> = log.frames[from_idx.min(log.frames.len())..]
-                .iter()
-                .filter_map(|f| f.word.clone())
-                .collect();
-            if normalise(&heard.join(" ")).contains(&want) {
-                break;
-            }
-            assert!(
-                Instant::now() < give_up,
-                "the caller never heard {words:?} (heard {heard:?})"
-            );
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-        let starts_before = self.mouth.speech_starts().len();
-        self.mouth.speak(text);
-        self.mouth.finished().await;
-        let starts = self.mouth.speech_starts();
-        starts
-            .get(starts_before)
-            .or(starts.last())
-            .copied()
-            .unwrap_or_else(Instant::now)
+        self.caller.interrupt_after(words, text).await
     }
 
     /// The caller hangs up; the pipeline is ended and the call checked.
     pub async fn hang_up(self) -> Report {
-        self.mouth.hang_up();
+        self.caller.hang_up();
         self.finish(None).await
     }
 
@@ -379,7 +301,7 @@ impl Harness {
             .is_ok();
         assert!(ok, "the agent did not hang up within {within:?}");
         let at = Instant::now();
-        self.mouth.hang_up();
+        self.caller.hang_up();
         self.finish(Some(at)).await
     }
 
@@ -396,7 +318,7 @@ impl Harness {
             ear: self.ear.snapshot(),
             llm_calls: self.llm.calls(),
             tts_calls: self.tts.log.lock().map(|l| l.clone()).unwrap_or_default(),
-            stretches: self.mouth.stretches(),
+            stretches: self.caller.mouth.stretches(),
             t0: self.t0,
             stop,
             stop_took,
@@ -405,16 +327,6 @@ impl Harness {
             cfg: self.cfg,
         }
     }
-}
-
-fn normalise(s: &str) -> String {
-    s.chars()
-        .filter(|c| c.is_alphanumeric() || c.is_whitespace())
-        .collect::<String>()
-        .to_lowercase()
-        .split_whitespace()
-        .collect::<Vec<_>>()
-        .join(" ")
 }
 
 /// Everything about a finished harness call.

@@ -21,6 +21,7 @@ pub mod pipeline;
 pub mod scope;
 pub mod stage;
 pub mod stages;
+pub mod telephone;
 #[cfg(feature = "testing")]
 pub mod testkit;
 

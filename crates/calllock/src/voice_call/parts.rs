@@ -1,5 +1,7 @@
-//! Assembling a voice call: the stages in order, the conversation stage
-//! with its journal, and the player that paces agent audio into a sink.
+//! Assembling a voice call: the conversation stage with its journal and
+//! the far end's proof of what played, on the telephone pipeline of
+//! [`voice::telephone`] (the stages in order, the player that paces agent
+//! audio into a sink).
 
 use super::conversation::{CallControl, ConversationStage};
 use super::journal::VoiceJournal;
@@ -57,63 +59,48 @@ pub struct RunningCall<K> {
 }
 
 /// The output sample rate (telephone audio).
-pub const OUTPUT_RATE: u32 = 8000;
+pub const OUTPUT_RATE: u32 = voice::telephone::RATE;
 
-/// Build and start the CallLock pipeline; agent audio goes to `sink`.
+/// Build and start the CallLock pipeline — the telephone
+/// ([`voice::telephone`]) around the conversation stage; agent audio goes
+/// to `sink`.
 pub fn start_call<D, S, K>(parts: CallParts<D, S>, sink: K) -> RunningCall<K>
 where
     D: voice::stages::vad::SpeechDetector,
     S: voice::stages::stt::Stt,
     K: voice::stages::output::AudioSink,
 {
-    use voice::stages::{
-        llm::LlmStage, output, resample::ResampleStage, sentences::SentenceAggregator,
-        stt::SttStage, tts::TtsStage, turn::TurnStage, vad::VadStage,
-    };
     let floor = Arc::new(Floor::default());
-    let (conversation, control) = ConversationStage::new(
+    let (mut conversation, control) = ConversationStage::new(
         parts.engine,
         parts.backend,
         parts.responder,
         floor.clone(),
         parts.start_unix,
     );
-    let mut conversation = conversation;
     conversation.journal = parts.journal.map(VoiceJournal::new);
     conversation.played_proof = parts.played_proof;
-    let mut pipeline = voice::Pipeline::builder()
-        // The VAD stage decodes the caller's µ-law itself.
-        .stage(VadStage::new(parts.detector))
-        .stage(SttStage::new(parts.stt))
-        .stage(TurnStage::new(floor.clone(), parts.barge_in))
-        .stage(conversation)
-        .stage(LlmStage::new(parts.llm))
-        .stage(SentenceAggregator::default())
-        .stage(TtsStage::new(parts.tts))
-        .stage(ResampleStage::new(OUTPUT_RATE))
-        .stage(output::OutputStage)
-        .tail(output::OUTPUT_QUEUE_FRAMES)
-        .build();
-    let tail = pipeline.take_tail().expect("built with a tail");
-    let up = pipeline
-        .stage_control(pipeline.len() - 1)
-        .expect("output stage");
-    let milestones = voice::latency::MilestoneReporter::new(up.clone());
-    let mut player = output::Player::new(sink, tail, up, pipeline.scope().clone(), floor.clone())
-        .with_lead(parts.output_lead);
-    if let Some(stats) = parts.pacing {
-        player = player.with_pacing(stats);
-    }
-    let player = tracing::Instrument::in_current_span(player.run());
-    let player = match parts.playout {
-        Some(rt) => rt.spawn(player),
-        None => tokio::spawn(player),
-    };
+    let telephone = voice::telephone::start(
+        voice::telephone::Parts {
+            floor,
+            detector: parts.detector,
+            stt: parts.stt,
+            barge_in: parts.barge_in,
+            llm: parts.llm,
+            tts: parts.tts,
+            output_lead: parts.output_lead,
+            pacing: parts.pacing,
+            playout: parts.playout,
+            observer: None,
+        },
+        conversation,
+        sink,
+    );
     RunningCall {
-        pipeline,
+        pipeline: telephone.pipeline,
         control,
-        floor,
-        player,
-        milestones,
+        floor: telephone.floor,
+        player: telephone.player,
+        milestones: telephone.milestones,
     }
 }

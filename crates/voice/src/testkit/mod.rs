@@ -12,8 +12,13 @@
 //!   it completed or was dropped).
 //! - [`Mouth`] (the caller: speaks frames in real time, silence between)
 //!   and [`Ear`] (what the caller heard, with timings, and every `clear`).
+//! - [`Caller`]: the two on a telephone ([`crate::telephone`]), with a test
+//!   script's steps — say, stay silent, wait for the agent's response
+//!   (dead air fails), interrupt after some words, hang up. CallLock's
+//!   harness and the ADK bridge's voice tests both script calls with it.
 
 pub use crate::offline::codec;
+mod caller;
 mod ear;
 mod llm;
 mod mouth;
@@ -23,6 +28,7 @@ pub use crate::offline::timed::TimedStream as ScriptedStream;
 pub use crate::offline::CodecDetector;
 /// The offline STT ([`crate::offline::CodecStt`]) under its test name.
 pub type MockStt = crate::offline::CodecStt;
+pub use caller::{normalise, Caller, Heard};
 pub use ear::{Ear, EarLog, HeardFrame};
 pub use llm::{LlmCall, LlmEnding, MockLlm, MockReply};
 pub use mouth::Mouth;
