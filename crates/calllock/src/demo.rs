@@ -2,6 +2,7 @@
 //! engine of `calllock replay` (a script against an in-memory backend).
 
 use crate::config::Config;
+use crate::delivery::{self, PostCall};
 use crate::display;
 use crate::record;
 use crate::sim::{self, CallDriver, ScriptItem, Timing, When};
@@ -31,15 +32,18 @@ pub async fn replay(cfg: &Config, items: Vec<ScriptItem>, opts: ReplayOptions) -
         .await
         .context("opening the in-memory database")?;
     let now = record::utc(opts.start);
-    let embedded =
-        store::EmbeddedBackend::with_clock(store, cfg.business.clone(), Arc::new(move || now));
+    let embedded = store::EmbeddedBackend::with_clock(
+        store.clone(),
+        cfg.business.clone(),
+        Arc::new(move || now),
+    );
     if opts.demo_data {
         embedded.seed_demo(now).await.context("seeding demo data")?;
     }
     let backend: Arc<dyn Backend> = Arc::new(embedded);
-    let outcome = run_call(
+    let mut outcome = run_call(
         cfg,
-        backend,
+        backend.clone(),
         items,
         &opts.caller_id,
         &opts.call_id,
@@ -48,6 +52,13 @@ pub async fn replay(cfg: &Config, items: Vec<ScriptItem>, opts: ReplayOptions) -
         &mut sim::Quiet,
     )
     .await;
+    // The report shows the call as post-call processing leaves it (a
+    // promised callback kept); nothing else of post-call runs: a replay
+    // records and delivers nothing.
+    let end = outcome.end_time;
+    PostCall::local(store, backend, cfg, Arc::new(move || end))
+        .keep_callback_promise(&mut outcome)
+        .await;
     Ok(report(&outcome))
 }
 
@@ -71,10 +82,8 @@ pub async fn run_call(
         cfg.business.clone(),
         cfg.engine.text_engine_config(),
     );
-    let driver = CallDriver::new(engine, backend.clone(), responder, timing, start, observer);
-    let mut outcome = driver.run_script(items).await;
-    record::keep_callback_promise(&mut outcome, backend.as_ref()).await;
-    outcome
+    let driver = CallDriver::new(engine, backend, responder, timing, start, observer);
+    driver.run_script(items).await
 }
 
 /// The replay report: outcome, session, timed transcript, tool calls and
@@ -232,6 +241,12 @@ pub async fn run(cfg: &Config, only: Option<&str>, brief: bool) -> Result<()> {
         .await
         .context("seeding demo data")?;
     let backend: Arc<dyn Backend> = Arc::new(embedded);
+    let post = PostCall::local(
+        store.clone(),
+        backend.clone(),
+        cfg,
+        delivery::system_clock(),
+    );
     let color = std::io::stdout().is_terminal();
     let timing = Timing::of(cfg);
     let mut failures = Vec::new();
@@ -251,7 +266,7 @@ pub async fn run(cfg: &Config, only: Option<&str>, brief: bool) -> Result<()> {
         let start = chrono::Utc::now().timestamp() as f64;
         let mut printer = display::LivePrinter::new(color);
         printer.enabled = !brief;
-        let outcome = run_call(
+        let mut outcome = run_call(
             cfg,
             backend.clone(),
             sc.script,
@@ -262,8 +277,9 @@ pub async fn run(cfg: &Config, only: Option<&str>, brief: bool) -> Result<()> {
             &mut printer,
         )
         .await;
-        let fc = record::classify(&outcome, "");
-        record::save(&store, &outcome, &fc).await?;
+        // Post-call processing as for any call: the promised callback, the
+        // record.
+        let fc = post.handle_call_ended(&mut outcome, false).await.finished;
         display::print_summary(&fc, color);
         let ok = fc.final_state == sc.expect_state;
         let evidence = demo_evidence(&store, &outcome).await;

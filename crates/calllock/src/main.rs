@@ -323,12 +323,16 @@ enum CallsCommand {
 fn main() {
     let cli = Cli::parse();
     // A server's logs go to a collector: no caller's words in them unless
-    // asked for (`CALLLOCK_LOG_TRANSCRIPTS=on`).
+    // asked for (`CALLLOCK_LOG_TRANSCRIPTS=on`). The demo prints each call
+    // as it plays: its dumps would only repeat it.
     use calllock::logging::Transcripts;
-    let server = matches!(cli.command, Command::Serve { .. } | Command::Web { .. });
+    let withheld = matches!(
+        cli.command,
+        Command::Serve { .. } | Command::Web { .. } | Command::Demo { .. }
+    );
     let (transcripts, transcripts_warning) = Transcripts::from_env(
         std::env::var("CALLLOCK_LOG_TRANSCRIPTS").ok().as_deref(),
-        if server {
+        if withheld {
             Transcripts::Withheld
         } else {
             Transcripts::Logged

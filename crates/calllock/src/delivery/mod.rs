@@ -101,6 +101,33 @@ pub struct PostCallReport {
 }
 
 impl PostCall {
+    /// Post-call processing on this machine alone — the embedded backend's
+    /// `store`, no dashboard, no LLM (the scripted responder): what
+    /// `calllock demo` and `calllock replay` use, so their calls keep a
+    /// promised callback and are recorded exactly as served calls are.
+    pub fn local(
+        store: store::Store,
+        backend: Arc<dyn Backend>,
+        cfg: &crate::config::Config,
+        clock: Clock,
+    ) -> PostCall {
+        PostCall {
+            store,
+            dashboard: None,
+            user_email: cfg.dashboard.user_email.clone(),
+            backend,
+            callback_target: "embedded:create_callback".into(),
+            responder: Arc::new(agent::responder::ScriptedResponder::new(
+                cfg.business.clone(),
+            )),
+            backoff: Backoff::default(),
+            clock,
+            sleeper: real_sleeper(),
+            reserve_s: cfg.outbox.lease_s,
+            worker: "local".into(),
+        }
+    }
+
     fn now(&self) -> f64 {
         (self.clock)()
     }
@@ -175,8 +202,11 @@ impl PostCall {
         }
     }
 
-    /// D-4. Returns the outbox target when the callback is left pending.
-    async fn keep_callback_promise(&self, outcome: &mut Outcome) -> Option<String> {
+    /// D-4: a call that ended in a state that promised a callback, without
+    /// one created, gets it now: queued in the outbox, then tried once at
+    /// once (the outbox worker retries). Returns the outbox target when
+    /// the callback is left pending.
+    pub async fn keep_callback_promise(&self, outcome: &mut Outcome) -> Option<String> {
         let s = &mut outcome.session;
         if !s.state.promises_callback() || s.callback_created {
             return None;

@@ -10,7 +10,6 @@ pub mod doc;
 pub use doc::{FinishedCall, Priority, Revenue, TimedLine};
 
 use crate::sim::Outcome;
-use agent::backend::Backend;
 use agent::classify::{classify_tags, detect_priority, estimate_revenue_tier};
 use agent::postcall::{
     booking_status, build_call_payload, build_job_payload, end_call_reason, job_location_and_time,
@@ -27,20 +26,6 @@ pub fn utc(ts: f64) -> DateTime<Utc> {
     Utc.timestamp_opt(ts.floor() as i64, 0)
         .single()
         .unwrap_or_default()
-}
-
-/// D-4: a call that ends in a state that promised a callback, without one
-/// created, gets it now (one more attempt; the durable outbox of a later
-/// issue retries beyond that). Returns the backend's answer when it tried.
-pub async fn keep_callback_promise(outcome: &mut Outcome, backend: &dyn Backend) -> Option<Value> {
-    let s = &mut outcome.session;
-    if !s.state.promises_callback() || s.callback_created {
-        return None;
-    }
-    let call = agent::backend::callback_request(s);
-    let result = backend.call(&call).await;
-    apply_callback_result(outcome, &result);
-    Some(result)
 }
 
 /// Record a post-call `create_callback` answer on the call: created or one
