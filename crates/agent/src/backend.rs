@@ -4,7 +4,8 @@
 //! A [`ToolCall`] carries the *logical* arguments; an implementation answers
 //! with the JSON object the V2 backend would return (SPEC §6.3 as corrected by
 //! D-18/D-19). Implementations: the embedded SQLite backend in `store`, the
-//! V2 HTTP client (later issue), and scripted results in tests and replay.
+//! V2 HTTP client (`providers::v2`), and scripted results in tests and
+//! replay.
 
 use crate::state::Tool;
 use async_trait::async_trait;
