@@ -44,9 +44,10 @@ use agent::responder::{
 use agent::session::Role;
 use agent::{Session, State};
 use async_trait::async_trait;
+use calllock::call::driver::{CallDriver, CallEvent, Observer, ScriptItem, Timing, When};
+use calllock::call::outcome::Outcome;
+use calllock::cli::demo::run_call;
 use calllock::config::Config;
-use calllock::demo::run_call;
-use calllock::sim::{CallDriver, CallEvent, Observer, Outcome, ScriptItem, Timing, When};
 use serde_json::{json, Value};
 use std::hint::black_box;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -553,7 +554,7 @@ fn check_call(out: &Outcome, obs: &CountCaller) {
             obs.caller_turns, s.state, s.booking_confirmed, s.appointment_id, out.ended_by
         ));
     }
-    if out.ended_by != calllock::sim::EndedBy::Agent {
+    if out.ended_by != calllock::call::outcome::EndedBy::Agent {
         die(format!(
             "the call ended by {:?}, not the agent",
             out.ended_by
@@ -573,7 +574,7 @@ fn bench_call(cfg: &Config, kind: BackendKind, samples: usize, warmup: usize) ->
                 let store = store::Store::open_in_memory()
                     .await
                     .unwrap_or_else(|e| die(format!("in-memory store: {e}")));
-                let now = calllock::record::utc(START);
+                let now = calllock::call::record::utc(START);
                 let b = store::EmbeddedBackend::with_clock(
                     store,
                     cfg.business.clone(),

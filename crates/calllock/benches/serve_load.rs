@@ -84,11 +84,11 @@ fn lines() -> Vec<String> {
         "/../../examples/replays/booking.jsonl"
     );
     let text = std::fs::read_to_string(path).expect("examples/replays/booking.jsonl");
-    calllock::script::parse(&text)
+    calllock::cli::script::parse(&text)
         .expect("a valid script")
         .into_iter()
         .filter_map(|i| match i {
-            calllock::sim::ScriptItem::Caller { text, .. } => Some(text),
+            calllock::call::driver::ScriptItem::Caller { text, .. } => Some(text),
             _ => None,
         })
         .filter(|t| !t.to_lowercase().contains("bye"))
@@ -510,7 +510,7 @@ async fn report_latency(db: &std::path::Path) {
     let mut turns = Vec::new();
     for c in &calls {
         if let Ok(events) = store.events(&c.call_id).await {
-            turns.extend(calllock::latency::from_events(&events));
+            turns.extend(calllock::call::latency::from_events(&events));
         }
     }
     println!(
@@ -518,7 +518,7 @@ async fn report_latency(db: &std::path::Path) {
         turns.len(),
         calls.len()
     );
-    type Measure = fn(&calllock::latency::TurnLatency) -> Option<f64>;
+    type Measure = fn(&calllock::call::latency::TurnLatency) -> Option<f64>;
     let rows: [(&str, Measure); 6] = [
         ("ours (total)", |t| t.ours_ms()),
         ("ours: stt final -> request", |t| t.ours_before_ms()),
@@ -529,7 +529,7 @@ async fn report_latency(db: &std::path::Path) {
     ];
     for (name, measure) in rows {
         let v: Vec<f64> = turns.iter().filter_map(measure).collect();
-        let p = |q| calllock::latency::percentile(&v, q).unwrap_or(f64::NAN);
+        let p = |q| calllock::call::latency::percentile(&v, q).unwrap_or(f64::NAN);
         println!(
             "  {name:<28} p50 {:>7.1} ms  p99 {:>7.1} ms  max {:>7.1} ms  ({} turns)",
             p(50.0),

@@ -20,7 +20,7 @@
 //! by the caller's ear — so "what the caller heard" is read from the audio
 //! that actually reached them, not from the agent's bookkeeping.
 
-use crate::voice_call::{start_call, CallEnd, CallOutcome, CallParts, RunningCall};
+use crate::call::voice_call::{start_call, CallEnd, CallOutcome, CallParts, RunningCall};
 use agent::backend::{Backend, ToolCall};
 use agent::engine::{Engine, EngineConfig};
 use agent::profile::BusinessProfile;
@@ -154,7 +154,7 @@ pub struct Harness {
 impl Harness {
     /// Start a call (in-memory embedded backend seeded with the demo data).
     pub async fn start(cfg: HarnessConfig) -> Harness {
-        let now = crate::record::utc(cfg.start_unix);
+        let now = crate::call::record::utc(cfg.start_unix);
         let profile = cfg.profile.clone();
         let embedded = off_the_clock(async move {
             let store = store::Store::open_in_memory()

@@ -5,7 +5,7 @@
 //! several share a host name (two `calllock chat` on one machine) or a pid
 //! (containers restart as pid 1). While the process runs, [`KeepAlive`]
 //! writes a heartbeat every third of `instance_lease_s`; a call is taken
-//! over by another process ([`crate::delivery::recover`]) only once its
+//! over by another process ([`crate::call::delivery::recover`]) only once its
 //! owner's heartbeat is older than the lease.
 
 use std::sync::OnceLock;

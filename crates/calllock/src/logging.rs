@@ -166,8 +166,8 @@ mod tests {
             .finish();
         tracing::subscriber::with_default(subscriber, || {
             tracing::info!(target: "calllock::transcript", "TRANSCRIPT_DUMP|1/1|{{}}");
-            tracing::info!(target: "calllock::delivery", "an info line");
-            tracing::warn!(target: "calllock::delivery", "a warning");
+            tracing::info!(target: "calllock::call::delivery", "an info line");
+            tracing::warn!(target: "calllock::call::delivery", "a warning");
         });
         let bytes = out.0.lock().unwrap().clone();
         String::from_utf8(bytes).unwrap()

@@ -4,7 +4,9 @@
 //! profile, the SQLite booking backend with demo customers, and the scripted
 //! responder. See `calllock --help`.
 
-use calllock::{config, demo, display, script, sim};
+use calllock::call::driver;
+use calllock::cli::{demo, display, script};
+use calllock::config;
 
 use anyhow::{bail, Context, Result};
 use calllock::instance::KeepAlive;
@@ -398,9 +400,9 @@ async fn run(cli: Cli) -> Result<()> {
         Command::Agenda { limit, json } => {
             let store = calllock::wiring::open_store(&cfg).await?;
             let now = chrono::Utc::now();
-            let emergencies = calllock::record::emergencies_since(
+            let emergencies = calllock::call::record::emergencies_since(
                 &store,
-                calllock::record::start_of_day(&cfg.business, now),
+                calllock::call::record::start_of_day(&cfg.business, now),
                 limit,
             )
             .await?;
@@ -459,18 +461,18 @@ async fn run(cli: Cli) -> Result<()> {
             }
             Ok(())
         }
-        Command::Chat { caller_id } => calllock::console::chat(&cfg, caller_id).await,
+        Command::Chat { caller_id } => calllock::cli::console::chat(&cfg, caller_id).await,
         Command::Transcript { id, gap, json } => {
             if !(gap.is_finite() && gap > 0.0) {
                 bail!("--gap must be a positive number of seconds");
             }
             let store = calllock::wiring::open_store(&cfg).await?;
-            calllock::ops::transcript(&store, &id, gap, json).await
+            calllock::cli::ops::transcript(&store, &id, gap, json).await
         }
         Command::Outbox { action, all, limit } => {
             let store = calllock::wiring::open_store(&cfg).await?;
             match action {
-                None => calllock::ops::show_outbox(&store, all, limit.clamp(1, 100_000)).await,
+                None => calllock::cli::ops::show_outbox(&store, all, limit.clamp(1, 100_000)).await,
                 Some(OutboxCommand::Deliver { now, watch }) => {
                     outbox_deliver(&cfg, store, now, watch).await
                 }
@@ -478,24 +480,26 @@ async fn run(cli: Cli) -> Result<()> {
         }
         Command::Doctor => {
             let source = config::source_of(cli.config.as_deref());
-            if calllock::ops::doctor(&cfg, &source).await {
+            if calllock::cli::ops::doctor(&cfg, &source).await {
                 Ok(())
             } else {
                 std::process::exit(1)
             }
         }
-        Command::Voice { caller_id } => calllock::console::voice(&cfg, caller_id).await,
+        Command::Voice { caller_id } => calllock::cli::console::voice(&cfg, caller_id).await,
         Command::Operator {
             action: OperatorCommand::Password,
         } => {
             let store = calllock::wiring::open_store(&cfg).await?;
-            calllock::ops::set_operator_password(&store).await
+            calllock::cli::ops::set_operator_password(&store).await
         }
         Command::Health { url } => {
             let url = url.unwrap_or_else(|| format!("http://127.0.0.1:{}", cfg.serve.port));
-            calllock::ops::health(&url).await
+            calllock::cli::ops::health(&url).await
         }
-        Command::Transcribe { file, json } => calllock::transcribe::run(&cfg, &file, json).await,
+        Command::Transcribe { file, json } => {
+            calllock::cli::transcribe::run(&cfg, &file, json).await
+        }
         Command::Serve {
             port,
             bind,
@@ -537,7 +541,9 @@ async fn run(cli: Cli) -> Result<()> {
                     clips: calllock::dial::recordings::load_clips(&path)?,
                     pause: std::time::Duration::from_secs_f64(pause),
                 },
-                (None, None) => calllock::dial::Drive::Keyboard(calllock::console::stdin_lines()),
+                (None, None) => {
+                    calllock::dial::Drive::Keyboard(calllock::cli::console::stdin_lines())
+                }
                 (Some(file), _) => {
                     let bytes = std::fs::read(&file)
                         .with_context(|| format!("cannot read script {}", file.display()))?;
@@ -550,7 +556,7 @@ async fn run(cli: Cli) -> Result<()> {
                 }
             };
             let store = calllock::wiring::open_store(&cfg).await.ok();
-            let mut opts = calllock::console::dial_options(&cfg, url, caller_id);
+            let mut opts = calllock::cli::console::dial_options(&cfg, url, caller_id);
             opts.speech = calllock::dial::choose_speech(&cfg, &opts.url, &voice).await?;
             opts.record = record;
             calllock::dial::dial(&opts, drive, store.as_ref())
@@ -569,7 +575,7 @@ async fn run(cli: Cli) -> Result<()> {
             speech_rate,
             call_id,
         } => {
-            let mut timing = sim::Timing::of(&cfg);
+            let mut timing = driver::Timing::of(&cfg);
             if let Some(v) = llm_latency {
                 timing.llm_latency_s = v;
             }
@@ -627,7 +633,9 @@ async fn run(cli: Cli) -> Result<()> {
             if json {
                 println!("{}", serde_json::to_string_pretty(&r)?);
             } else {
-                display::print_outcome_text(&calllock::record::FinishedCall::from_stored(&r)?);
+                display::print_outcome_text(&calllock::call::record::FinishedCall::from_stored(
+                    &r,
+                )?);
             }
             Ok(())
         }
@@ -638,16 +646,16 @@ async fn run(cli: Cli) -> Result<()> {
                     let Some(rec) = store.get_call(&id).await? else {
                         bail!("no call with id {id:?} (see `calllock calls`)");
                     };
-                    let turns = calllock::ops::call_latency(&store, &id).await?;
+                    let turns = calllock::cli::ops::call_latency(&store, &id).await?;
                     if json {
                         let mut r = rec.record.clone();
                         if let Some(o) = r.as_object_mut().filter(|_| !turns.is_empty()) {
-                            o.insert("latency".into(), calllock::latency::to_json(&turns));
+                            o.insert("latency".into(), calllock::call::latency::to_json(&turns));
                         }
                         println!("{}", serde_json::to_string_pretty(&r)?);
                     } else {
                         display::print_call_record(&cfg.business, &rec);
-                        print!("{}", calllock::latency::render(&turns));
+                        print!("{}", calllock::call::latency::render(&turns));
                     }
                 }
                 None => {
@@ -697,7 +705,7 @@ async fn outbox_deliver(
         cfg.instance_lease_s,
     )
     .await?;
-    let recovered = calllock::delivery::recover(&post, cfg.instance_lease_s).await?;
+    let recovered = calllock::call::delivery::recover(&post, cfg.instance_lease_s).await?;
     if !recovered.is_empty() {
         eprintln!(
             "recovered {} interrupted call(s): {}",
@@ -706,8 +714,8 @@ async fn outbox_deliver(
         );
     }
     let worker = vendors.outbox_worker(cfg);
-    let clock = calllock::delivery::system_clock();
-    let pass_clock: calllock::delivery::Clock = if now {
+    let clock = calllock::call::delivery::system_clock();
+    let pass_clock: calllock::call::delivery::Clock = if now {
         // Everything pending is due: look far ahead.
         Arc::new(|| chrono::Utc::now().timestamp() as f64 + 1e9)
     } else {

@@ -200,7 +200,7 @@ pub(crate) fn call_finished(final_state: &str, ended_by: &'static str, seconds: 
 
 /// One measured turn: each milestone's time from the turn's anchor (the
 /// caller stopping, else the transcript).
-pub(crate) fn turn_measured(t: &crate::latency::TurnLatency) {
+pub(crate) fn turn_measured(t: &crate::call::latency::TurnLatency) {
     let milestones = [
         ("stt_final", t.stt_final_ms),
         ("llm_first_token", t.llm_first_token_ms),

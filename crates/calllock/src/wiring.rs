@@ -3,8 +3,8 @@
 //! backend (embedded or V2 over HTTP), the dashboard client, post-call
 //! processing and the outbox worker.
 
+use crate::call::delivery::{self, Backoff, OutboxWorker, PostCall};
 use crate::config::{BackendKind, Config};
-use crate::delivery::{self, Backoff, OutboxWorker, PostCall};
 use agent::backend::Backend;
 use agent::responder::{Responder, ScriptedResponder};
 use anyhow::{Context, Result};

@@ -330,7 +330,7 @@ async fn the_browser_phone_holds_a_call_from_a_microphone() {
         .join(format!("{sid}.wav"));
     let wav = std::fs::read(&recording).expect("the call was recorded");
     let ear = s.server.local_speech().unwrap().recogniser().unwrap();
-    let said = calllock::transcribe::transcribe(ear.as_ref(), &wav)
+    let said = calllock::cli::transcribe::transcribe(ear.as_ref(), &wav)
         .await
         .unwrap();
     let side = |channel: usize| -> String {

@@ -7,7 +7,8 @@ use agent::responder::ScriptedResponder;
 use agent::state::Tool;
 use agent::{BusinessProfile, Session};
 use async_trait::async_trait;
-use calllock::sim::{CallDriver, EndedBy, Quiet, ScriptItem, Timing, When};
+use calllock::call::driver::{CallDriver, Quiet, ScriptItem, Timing, When};
+use calllock::call::outcome::EndedBy;
 use proptest::prelude::*;
 use serde_json::{json, Value};
 use std::sync::Arc;
@@ -36,7 +37,7 @@ impl Backend for Instant {
 
 /// One call of `script` through the real engine, driver and scripted
 /// responder, in virtual time.
-fn run(script: Vec<ScriptItem>) -> calllock::sim::Outcome {
+fn run(script: Vec<ScriptItem>) -> calllock::call::outcome::Outcome {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

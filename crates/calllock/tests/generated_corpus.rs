@@ -18,8 +18,8 @@
 mod replay_checks;
 
 use agent::prompts::Canned;
-use calllock::demo::{self, ReplayOptions};
-use calllock::sim::Timing;
+use calllock::call::driver::Timing;
+use calllock::cli::demo::{self, ReplayOptions};
 use replay_checks::{call_files, more_problems, problems, read_call, Call};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
@@ -52,7 +52,7 @@ fn limit_lines(cfg: &calllock::config::Config) -> Vec<String> {
 /// One call replayed as `calllock replay` replays it.
 fn replay(rt: &tokio::runtime::Runtime, cfg: &calllock::config::Config, call: &Call) -> Value {
     let bytes = std::fs::read(&call.path).unwrap();
-    let items = calllock::script::parse_bytes(&bytes)
+    let items = calllock::cli::script::parse_bytes(&bytes)
         .unwrap_or_else(|e| panic!("{}: {e}", call.path.display()));
     let start = chrono::DateTime::parse_from_rfc3339(NOW)
         .unwrap()

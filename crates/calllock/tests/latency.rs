@@ -7,7 +7,7 @@
 #[path = "support/served.rs"]
 mod served;
 
-use calllock::latency::{ReplyKind, TurnLatency};
+use calllock::call::latency::{ReplyKind, TurnLatency};
 use serde_json::Value;
 use served::*;
 use std::process::Command;
@@ -66,9 +66,9 @@ async fn a_served_booking_call_records_where_each_turn_went() {
 
     // The durable record: one `latency` event per answered caller turn.
     let events = s.server.store().events(&sid).await.unwrap();
-    let turns = calllock::latency::from_events(&events);
+    let turns = calllock::call::latency::from_events(&events);
     let said = to_confirm.len() + 1;
-    eprintln!("{}", calllock::latency::render(&turns));
+    eprintln!("{}", calllock::call::latency::render(&turns));
     assert_eq!(turns.len(), said, "{turns:#?}");
     let agent_events: Vec<&Value> = events
         .iter()
@@ -118,7 +118,7 @@ async fn a_served_booking_call_records_where_each_turn_went() {
     // "Yes, that's right" at 60 characters a second is not.
     let from_vad = turns
         .iter()
-        .filter(|t| t.anchor == calllock::latency::Anchor::SpeechEnd)
+        .filter(|t| t.anchor == calllock::call::latency::Anchor::SpeechEnd)
         .count();
     assert!(from_vad >= said / 2, "{turns:#?}");
     // The first turn waits for the caller lookup and the post-tool

@@ -1,6 +1,6 @@
 //! D-17 end to end: post-call deliveries survive a dashboard outage.
 //!
-//! Real post-call processing (`calllock::delivery`), the real dashboard
+//! Real post-call processing (`calllock::call::delivery`), the real dashboard
 //! client over loopback HTTP to a fake dashboard that goes down, a real
 //! outbox in SQLite (and PostgreSQL when it is reachable), virtual
 //! wall-clock time for the backoff so ten minutes pass in a moment.
@@ -15,8 +15,8 @@ mod served;
 
 use agent::responder::ScriptedResponder;
 use agent::{BusinessProfile, Session, State};
-use calllock::delivery::{Backoff, Clock, OutboxWorker, PostCall};
-use calllock::sim::{EndedBy, Outcome};
+use calllock::call::delivery::{Backoff, Clock, OutboxWorker, PostCall};
+use calllock::call::outcome::{EndedBy, Outcome};
 use providers::dashboard::{DashboardClient, DashboardConfig};
 use providers::fake::http::{FakeHttp, FakeResponse, RecordedRequest};
 use serde_json::{json, Value};
@@ -449,7 +449,7 @@ async fn an_alert_goes_out_while_a_job_delivery_hangs() {
         .unwrap()
         .with_sleeper(sleeper),
     );
-    let now = calllock::delivery::system_clock()();
+    let now = calllock::call::delivery::system_clock()();
     let enqueue = |call: &str, kind: store::OutboxKind, path: &str| {
         let item = store::NewOutboxItem {
             call_id: call.into(),
@@ -465,7 +465,7 @@ async fn an_alert_goes_out_while_a_job_delivery_hangs() {
     let (stop, rx) = tokio::sync::watch::channel(false);
     let w = worker(&store, dash, "worker-run");
     let running = tokio::spawn(w.run(
-        calllock::delivery::system_clock(),
+        calllock::call::delivery::system_clock(),
         std::time::Duration::from_millis(50),
         rx,
     ));
@@ -542,7 +542,7 @@ async fn operator(fake: &FakeHttp) -> (served::Served, reqwest::Client, String, 
 }
 
 fn wall_now() -> f64 {
-    calllock::delivery::system_clock()()
+    calllock::call::delivery::system_clock()()
 }
 
 /// Enqueue `kind` for `call` at the fake's path, due now.

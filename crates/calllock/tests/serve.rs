@@ -27,22 +27,22 @@ async fn a_booking_call_over_twilio_media_streams_matches_the_same_call_in_chat(
     assert_eq!(rec.phone, "+15125559876");
     assert_eq!(rec.customer_name, "Dana Fields");
     // The same call in `chat`'s engine (virtual time, same clock).
-    let mut items: Vec<calllock::sim::ScriptItem> = to_confirm
+    let mut items: Vec<calllock::call::driver::ScriptItem> = to_confirm
         .iter()
         .chain([bye])
-        .map(|t| calllock::sim::ScriptItem::Caller {
+        .map(|t| calllock::call::driver::ScriptItem::Caller {
             text: t.clone(),
-            when: calllock::sim::When::Default,
+            when: calllock::call::driver::When::Default,
         })
         .collect();
-    items.push(calllock::sim::ScriptItem::HangUp);
-    let replay = calllock::demo::replay(
+    items.push(calllock::call::driver::ScriptItem::HangUp);
+    let replay = calllock::cli::demo::replay(
         &s.cfg,
         items,
-        calllock::demo::ReplayOptions {
+        calllock::cli::demo::ReplayOptions {
             caller_id: "+15125559876".into(),
             start: rec.started_at.timestamp() as f64,
-            timing: calllock::sim::Timing {
+            timing: calllock::call::driver::Timing {
                 llm_latency_s: 0.1,
                 tool_latency_s: 0.1,
                 speech_chars_per_s: CPS,

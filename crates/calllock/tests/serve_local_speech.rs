@@ -197,7 +197,7 @@ async fn a_booking_call_in_real_speech() {
         let head = &w.samples[..w.samples.len().min(30 * 8000 * 2)];
         let head = audio::wav::write_wav_pcm16(8000, 2, head);
         let ear = s.server.local_speech().unwrap().recogniser().unwrap();
-        let said = calllock::transcribe::transcribe(ear.as_ref(), &head)
+        let said = calllock::cli::transcribe::transcribe(ear.as_ref(), &head)
             .await
             .unwrap();
         let side = |channel: usize| -> Vec<String> {

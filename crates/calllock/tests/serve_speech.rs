@@ -122,7 +122,7 @@ async fn a_booking_call_through_every_vendor() {
     // The record shows where each turn's time went, Inworld's first audio
     // and the first mark echo included.
     let events = s.server.store().events(&sid).await.unwrap();
-    let turns = calllock::latency::from_events(&events);
+    let turns = calllock::call::latency::from_events(&events);
     assert!(
         turns.len() >= said.len() - 1,
         "{} latency entries",

@@ -379,7 +379,7 @@ async fn retry(
     headers: HeaderMap,
     id: Result<Path<String>, PathRejection>,
 ) -> Result<axum::Json<Value>, ApiError> {
-    use crate::delivery::RetryOutcome;
+    use crate::call::delivery::RetryOutcome;
     authorized_change(&app, &headers)?;
     let id = path_of(id)?;
     let now = chrono::Utc::now().timestamp_millis() as f64 / 1000.0;
@@ -414,7 +414,7 @@ async fn retry(
             "next_attempt_at": next_attempt_unix,
             "message": format!(
                 "attempted just now and failed: {error} (the worker tries again in {})",
-                crate::delivery::in_seconds(next_attempt_unix - now)
+                crate::call::delivery::in_seconds(next_attempt_unix - now)
             ),
         }))),
         RetryOutcome::Cannot(why) => Err(ApiError(

@@ -217,7 +217,7 @@ pub enum Drive {
     Keyboard(mpsc::Receiver<Option<String>>),
     /// A replay script; `pause` after the agent's turn before each line.
     Script {
-        items: Vec<crate::sim::ScriptItem>,
+        items: Vec<crate::call::driver::ScriptItem>,
         pause: std::time::Duration,
     },
     /// Recorded caller lines (`--wav`), each said once the agent has

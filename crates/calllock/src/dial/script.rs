@@ -9,7 +9,7 @@
 //! skipped (said on stderr).
 
 use super::phone::{Phone, PhoneEvent, PhoneLog, Stretches};
-use crate::sim::{ScriptItem, When};
+use crate::call::driver::{ScriptItem, When};
 use std::io::Write;
 use std::time::Duration;
 use tokio::sync::mpsc;

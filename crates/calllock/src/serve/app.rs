@@ -8,9 +8,9 @@
 
 use super::live::LiveCalls;
 use super::speech;
+use crate::call::delivery::PostCall;
+use crate::call::outcome::{EndedBy, Outcome};
 use crate::config::Config;
-use crate::delivery::PostCall;
-use crate::sim::{EndedBy, Outcome};
 use crate::wiring::Vendors;
 use providers::twilio::rest::TwilioRest;
 use std::net::SocketAddr;

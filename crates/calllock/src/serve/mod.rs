@@ -88,7 +88,7 @@ impl Server {
         .await
         .context("registering this process in the database")?;
         let post = vendors.post_call(&cfg);
-        match crate::delivery::recover(&post, cfg.instance_lease_s).await {
+        match crate::call::delivery::recover(&post, cfg.instance_lease_s).await {
             Ok(ids) if !ids.is_empty() => tracing::info!(
                 count = ids.len(),
                 calls = ids.join(", "),
@@ -99,11 +99,11 @@ impl Server {
         }
         let (stop_worker, stop_rx) = watch::channel(false);
         tokio::spawn(vendors.outbox_worker(&cfg).run(
-            crate::delivery::system_clock(),
+            crate::call::delivery::system_clock(),
             Duration::from_secs_f64(cfg.outbox.poll_s),
             stop_rx,
         ));
-        tokio::spawn(crate::delivery::keep_recovering(
+        tokio::spawn(crate::call::delivery::keep_recovering(
             post.clone(),
             cfg.instance_lease_s,
             stop_worker.subscribe(),

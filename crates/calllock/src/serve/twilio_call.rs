@@ -31,8 +31,8 @@
 use super::app::App;
 use super::live::Ending;
 use super::twilio_sink::{ledger, FirstHeard, Outgoing, SharedLedger, TwilioSink};
-use crate::sim::{EndedBy, Outcome};
-use crate::voice_call::{start_call, CallEnd, CallParts, Pacing, ResponderLlm};
+use crate::call::outcome::{EndedBy, Outcome};
+use crate::call::voice_call::{start_call, CallEnd, CallParts, Pacing, ResponderLlm};
 use agent::engine::{Effect, Engine, Input, ServerEnd};
 use agent::session::Session;
 use axum::extract::ws::{Message, WebSocket};
@@ -228,10 +228,10 @@ impl Call {
     /// still written at the end), or `None` when a call with this id
     /// already exists — a reused `callSid` is refused, never merged into
     /// the earlier call (its recording, times and post-call work stay).
-    async fn begin(&self, started: f64) -> Option<Option<crate::journal::Journal>> {
+    async fn begin(&self, started: f64) -> Option<Option<crate::call::journal::Journal>> {
         // Boxed: an async fn's state is as large as its largest await, and
         // a thousand calls would each carry it while they talk.
-        match Box::pin(crate::journal::Journal::begin_new(
+        match Box::pin(crate::call::journal::Journal::begin_new(
             &self.app.vendors.store,
             &self.call_id,
             &self.caller,
@@ -264,7 +264,7 @@ impl Call {
         mut ws_rx: WsRx,
         mut reader: StreamReader,
         started: f64,
-        journal: Option<crate::journal::Journal>,
+        journal: Option<crate::call::journal::Journal>,
     ) {
         let cfg = self.app.cfg.clone();
         let vendors = &self.app.vendors;
@@ -305,7 +305,7 @@ impl Call {
                     let l = self.ledger.clone();
                     Arc::new(move |id| {
                         let l = ledger(&l);
-                        crate::voice_call::Played {
+                        crate::call::voice_call::Played {
                             heard: Duration::from_millis(l.heard_ms(id)),
                             whole: l.heard_whole(id),
                         }
@@ -375,10 +375,10 @@ impl Call {
     /// goodbye still had to play) nor the drain and hang-up after.
     async fn finish(
         &self,
-        mut call: crate::voice_call::RunningCall<TwilioSink>,
+        mut call: crate::call::voice_call::RunningCall<TwilioSink>,
         end: SocketEnd,
         (started, broke_at): (f64, f64),
-        journal: Option<crate::journal::Journal>,
+        journal: Option<crate::call::journal::Journal>,
         mut ws_rx: WsRx,
         mut reader: StreamReader,
     ) {
@@ -563,7 +563,7 @@ impl Call {
         &self,
         engine: &mut Engine,
         why: ServerEnd,
-        journal: &Option<crate::journal::Journal>,
+        journal: &Option<crate::call::journal::Journal>,
         ws_rx: &mut WsRx,
         reader: &mut StreamReader,
     ) -> Option<f64> {
@@ -578,12 +578,13 @@ impl Call {
             match effect {
                 Effect::StateChanged { from, to } => {
                     if let Some(j) = journal {
-                        let (kind, data) =
-                            crate::journal::entry::Entry::Note(crate::journal::entry::Note {
+                        let (kind, data) = crate::call::journal::entry::Entry::Note(
+                            crate::call::journal::entry::Note {
                                 kind: "state".into(),
                                 text: format!("{from} -> {to}"),
-                            })
-                            .into_stored();
+                            },
+                        )
+                        .into_stored();
                         j.record(now_unix(), kind, data);
                     }
                 }

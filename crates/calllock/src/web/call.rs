@@ -8,9 +8,9 @@
 //! a picture of each turn's latency, and the recording to listen to.
 
 use super::html::{self, esc};
-use crate::journal::Entry;
-use crate::latency::TurnLatency;
-use crate::record::FinishedCall;
+use crate::call::journal::Entry;
+use crate::call::latency::TurnLatency;
+use crate::call::record::FinishedCall;
 use crate::serve::app::App;
 use agent::session::Session;
 use axum::extract::{Path, Query, State};
@@ -96,7 +96,7 @@ pub(super) async fn page(
     body.push_str(&super::recording::section(&app, &id, live));
     let said = entries(&events);
     body.push_str(&transcript(&said, start));
-    body.push_str(&latency_chart(&crate::latency::from_events(&events)));
+    body.push_str(&latency_chart(&crate::call::latency::from_events(&events)));
     body.push_str(&timeline(&said, start));
     body.push_str(&tools(&said, start));
     body.push_str(&fields(&events));

@@ -6,7 +6,7 @@
 //! it in plain words (`outcome_words`); on a phone each call is a card.
 
 use super::html::{self, esc};
-use crate::record::FinishedCall;
+use crate::call::record::FinishedCall;
 use crate::serve::app::App;
 use agent::BusinessProfile;
 use axum::extract::{Query, State};

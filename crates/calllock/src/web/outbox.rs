@@ -4,7 +4,7 @@
 //! (`POST /api/outbox/{id}/retry` with the session's CSRF token), which
 //! attempts the delivery at once and says what happened.
 //!
-//! The reasons come from [`crate::delivery::explain_waits`], which applies
+//! The reasons come from [`crate::call::delivery::explain_waits`], which applies
 //! the worker's own rules: an item behind another of its call and lane
 //! waits for that one (its next attempt is that one's, at the earliest);
 //! an item a worker holds is being attempted; a failed one backs off; a
@@ -12,7 +12,7 @@
 //! relative ("in 42 s"): no time zone is involved.
 
 use super::html::esc;
-use crate::delivery::{explain_waits, in_seconds, Wait, WaitReason};
+use crate::call::delivery::{explain_waits, in_seconds, Wait, WaitReason};
 use crate::serve::app::App;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};

@@ -1,12 +1,12 @@
 //! Kind `post_call_run` (conformance README §9): the whole end-of-call
-//! handler — `calllock::delivery::PostCall` — against loopback fakes of the
+//! handler — `calllock::call::delivery::PostCall` — against loopback fakes of the
 //! dashboard and the V2 backend, over a fresh SQLite outbox.
 
 use super::{check_subset, exact, session_from, R};
 use agent::responder::{Responder, ResponderError, ScriptedResponder};
 use agent::BusinessProfile;
-use calllock::delivery::{Backoff, OutboxWorker, PostCall};
-use calllock::sim::{EndedBy, Outcome};
+use calllock::call::delivery::{Backoff, OutboxWorker, PostCall};
+use calllock::call::outcome::{EndedBy, Outcome};
 use providers::dashboard::{DashboardClient, DashboardConfig};
 use providers::fake::http::{HostMap, MappedRequest};
 use providers::v2::{V2Client, V2Config};
@@ -146,7 +146,7 @@ async fn run_async(case: &Value) -> R {
         callback_target,
         responder,
         backoff: Backoff::default(),
-        clock: calllock::delivery::system_clock(),
+        clock: calllock::call::delivery::system_clock(),
         sleeper: sleeper.clone(),
         reserve_s: 120.0,
         worker: "conformance".into(),
@@ -218,7 +218,7 @@ async fn run_async(case: &Value) -> R {
             batch: 50,
         };
         // Every backoff delay treated as elapsed.
-        let far: calllock::delivery::Clock = Arc::new(move || now + 1e9);
+        let far: calllock::call::delivery::Clock = Arc::new(move || now + 1e9);
         worker
             .drain_due(&far)
             .await

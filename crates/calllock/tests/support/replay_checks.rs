@@ -2,7 +2,7 @@
 //! `replay_corpus.rs` (the hand-written corpus) and `generated_corpus.rs`
 //! (the corpus `scripts/gen-corpus` writes).
 //!
-//! A call file is a replay script (`crates/calllock/src/script.rs`) whose
+//! A call file is a replay script (`crates/calllock/src/cli/script.rs`) whose
 //! comment lines say what must happen:
 //! - `# expect: {…}` — keys of the replay report (`job.<key>`: the job the
 //!   dashboard receives; otherwise the report's own field, then the

@@ -311,11 +311,11 @@ pub fn booking_lines() -> Vec<String> {
         env!("CARGO_MANIFEST_DIR"),
         "/../../examples/replays/booking.jsonl"
     );
-    let items = calllock::script::parse(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let items = calllock::cli::script::parse(&std::fs::read_to_string(path).unwrap()).unwrap();
     items
         .into_iter()
         .filter_map(|i| match i {
-            calllock::sim::ScriptItem::Caller { text, .. } => Some(text),
+            calllock::call::driver::ScriptItem::Caller { text, .. } => Some(text),
             _ => None,
         })
         .collect()

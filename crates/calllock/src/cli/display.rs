@@ -1,7 +1,8 @@
 //! Terminal output: live call lines, summaries, call lists.
 
-use crate::record::{FinishedCall, TimedLine};
-use crate::sim::{CallEvent, EndedBy, Observer};
+use crate::call::driver::{CallEvent, Observer};
+use crate::call::outcome::EndedBy;
+use crate::call::record::{FinishedCall, TimedLine};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -291,7 +292,7 @@ pub fn print_call_record(business: &agent::BusinessProfile, rec: &store::CallRec
 /// to call, who, where, what they reported.
 pub fn agenda_emergency_line(
     business: &agent::BusinessProfile,
-    e: &crate::record::Emergency,
+    e: &crate::call::record::Emergency,
 ) -> String {
     let place = if e.address.is_empty() {
         "no address given".to_string()
@@ -313,7 +314,7 @@ pub fn agenda_emergency_line(
 /// leads.
 pub fn print_agenda(
     business: &agent::BusinessProfile,
-    emergencies: &[crate::record::Emergency],
+    emergencies: &[crate::call::record::Emergency],
     callbacks: &[store::Callback],
     appointments: &[store::Appointment],
     leads: &[store::SalesLead],
@@ -369,7 +370,7 @@ mod tests {
     #[test]
     fn an_agenda_emergency_says_when_who_where_and_what() {
         let b = agent::BusinessProfile::default();
-        let mut e = crate::record::Emergency {
+        let mut e = crate::call::record::Emergency {
             call_id: "CA_gas".into(),
             started_at: chrono::Utc
                 .with_ymd_and_hms(2026, 2, 23, 16, 15, 0)

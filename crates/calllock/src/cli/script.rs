@@ -12,7 +12,7 @@
 //!
 //! Every problem is reported with its line number; nothing is guessed.
 
-use crate::sim::{ScriptItem, When};
+use crate::call::driver::{ScriptItem, When};
 use agent::state::Tool;
 use serde_json::{Map, Value};
 

@@ -1,22 +1,24 @@
 //! The voice call's events written to the call's durable journal.
 
-use crate::journal::entry::{Ended, Entry, Interrupted, Line, Note, Speech, ToolCall, ToolResult};
+use crate::call::journal::entry::{
+    Ended, Entry, Interrupted, Line, Note, Speech, ToolCall, ToolResult,
+};
 use serde_json::Value;
 use std::collections::HashMap;
 use voice::history::Event;
 
 /// The voice call's events in the journal's vocabulary (see
-/// [`crate::journal`]): caller/agent lines, interruptions with what was
+/// [`crate::call::journal`]): caller/agent lines, interruptions with what was
 /// heard, tool calls and results, state changes, the end, the session
 /// when it changed, and where each answered turn's time went.
 pub(super) struct VoiceJournal {
-    journal: crate::journal::Journal,
+    journal: crate::call::journal::Journal,
     tools: HashMap<u64, String>,
-    snapshots: crate::journal::SessionSnapshots,
+    snapshots: crate::call::journal::SessionSnapshots,
 }
 
 impl VoiceJournal {
-    pub(super) fn new(journal: crate::journal::Journal) -> Self {
+    pub(super) fn new(journal: crate::call::journal::Journal) -> Self {
         VoiceJournal {
             journal,
             tools: HashMap::new(),
@@ -82,7 +84,7 @@ impl VoiceJournal {
     }
 
     /// One measured turn, written at `at` (a `latency` event).
-    pub(super) fn latency(&self, at: f64, t: &crate::latency::TurnLatency) {
+    pub(super) fn latency(&self, at: f64, t: &crate::call::latency::TurnLatency) {
         let data = serde_json::to_value(t).unwrap_or(Value::Null);
         self.journal.record(at, "latency", data);
     }

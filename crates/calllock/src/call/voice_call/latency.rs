@@ -26,7 +26,7 @@
 //!
 //! [`UserStoppedSpeaking`]: voice::frames::ControlFrame::UserStoppedSpeaking
 
-use crate::latency::{Anchor, ReplyKind, TurnLatency};
+use crate::call::latency::{Anchor, ReplyKind, TurnLatency};
 use std::time::Duration;
 use tokio::time::Instant;
 use voice::frames::UtteranceId;

@@ -28,7 +28,7 @@ use voice::{Ctx, Direction, Stage};
 use super::journal::VoiceJournal;
 use super::latency::{TurnClocks, Wait};
 use super::played::PlayedProof;
-use crate::latency::{ReplyKind, TurnLatency};
+use crate::call::latency::{ReplyKind, TurnLatency};
 
 /// What the conversation stage leaves behind when the call ends.
 pub struct CallOutcome {

@@ -18,9 +18,10 @@
 //! * `session` — the session (without its transcript) after it changed.
 //! * `ended` `{by}`.
 //! * `latency` — where one answered turn's time went (voice calls only;
-//!   see [`crate::latency::TurnLatency`]).
+//!   see [`crate::call::latency::TurnLatency`]).
 
-use crate::sim::{CallEvent, EndedBy, Observer, Outcome};
+use crate::call::driver::{CallEvent, Observer};
+use crate::call::outcome::{EndedBy, Outcome};
 use agent::session::{Session, TranscriptEntry};
 use agent::State;
 use serde_json::Value;

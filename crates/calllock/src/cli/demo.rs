@@ -1,11 +1,12 @@
 //! `calllock demo` (scripted callers against the real database) and the
 //! engine of `calllock replay` (a script against an in-memory backend).
 
+use crate::call::delivery::{self, PostCall};
+use crate::call::driver::{self, CallDriver, ScriptItem, Timing, When};
+use crate::call::outcome::Outcome;
+use crate::call::record;
+use crate::cli::display;
 use crate::config::Config;
-use crate::delivery::{self, PostCall};
-use crate::display;
-use crate::record;
-use crate::sim::{self, CallDriver, ScriptItem, Timing, When};
 use agent::backend::Backend;
 use agent::engine::Engine;
 use agent::responder::{Responder, ScriptedResponder};
@@ -49,7 +50,7 @@ pub async fn replay(cfg: &Config, items: Vec<ScriptItem>, opts: ReplayOptions) -
         &opts.call_id,
         opts.start,
         opts.timing,
-        &mut sim::Quiet,
+        &mut driver::Quiet,
     )
     .await;
     // The report shows the call as post-call processing leaves it (a
@@ -72,8 +73,8 @@ pub async fn run_call(
     call_id: &str,
     start: f64,
     timing: Timing,
-    observer: &mut dyn sim::Observer,
-) -> sim::Outcome {
+    observer: &mut dyn driver::Observer,
+) -> Outcome {
     let responder: Arc<dyn Responder> = Arc::new(ScriptedResponder::new(cfg.business.clone()));
     let mut session = Session::new(caller_id);
     session.call_sid = call_id.to_string();
@@ -88,7 +89,7 @@ pub async fn run_call(
 
 /// The replay report: outcome, session, timed transcript, tool calls and
 /// the job the dashboard would receive.
-pub fn report(outcome: &sim::Outcome) -> Value {
+pub fn report(outcome: &Outcome) -> Value {
     let fc = record::classify(outcome, "");
     let tools: Vec<Value> = outcome
         .tools
@@ -306,7 +307,7 @@ pub async fn run(cfg: &Config, only: Option<&str>, brief: bool) -> Result<()> {
 }
 
 /// What the database shows for a finished demo call.
-async fn demo_evidence(store: &store::Store, outcome: &sim::Outcome) -> String {
+async fn demo_evidence(store: &store::Store, outcome: &Outcome) -> String {
     let s = &outcome.session;
     let mut parts = Vec::new();
     if s.booking_confirmed {

@@ -26,7 +26,7 @@ pub struct CallParts<D, S> {
     /// Unix seconds of the call start.
     pub start_unix: f64,
     /// Where the call's events go as they happen (none: in memory only).
-    pub journal: Option<crate::journal::Journal>,
+    pub journal: Option<crate::call::journal::Journal>,
     /// How far ahead of real time agent audio goes to the sink (see
     /// [`voice::stages::output::Player::with_lead`]); zero for a local
     /// speaker, ~100 ms for Twilio.

@@ -3,13 +3,13 @@
 //!
 //! The record is written to the database here (`save`), where `calllock
 //! calls`, the dashboard and the API read it through the same types
-//! ([`doc`]); `crate::delivery` sends it on to the dashboard.
+//! ([`doc`]); `crate::call::delivery` sends it on to the dashboard.
 
 pub mod doc;
 
 pub use doc::{FinishedCall, Priority, Revenue, TimedLine};
 
-use crate::sim::Outcome;
+use crate::call::outcome::Outcome;
 use agent::classify::{classify_tags, detect_priority, estimate_revenue_tier};
 use agent::postcall::{
     booking_status, build_call_payload, build_job_payload, end_call_reason, job_location_and_time,
@@ -261,7 +261,7 @@ pub async fn emergencies_since(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sim::EndedBy;
+    use crate::call::outcome::EndedBy;
     use agent::session::TranscriptEntry;
     use agent::{BusinessProfile, Session, State};
 

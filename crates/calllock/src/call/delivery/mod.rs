@@ -37,8 +37,8 @@
 //! (the outbox item id), so a receiver can drop the duplicate that an
 //! at-least-once retry after a crash mid-request could produce.
 
-use crate::record::{self, FinishedCall};
-use crate::sim::Outcome;
+use crate::call::outcome::Outcome;
+use crate::call::record::{self, FinishedCall};
 use agent::backend::Backend;
 use agent::classify::classification_prompt;
 use agent::postcall::{
@@ -437,7 +437,7 @@ pub async fn recover(post: &PostCall, lease_s: f64) -> Result<Vec<String>, store
         } else {
             events.first().map(|e| e.at_unix).unwrap_or(0.0)
         };
-        let mut outcome = crate::journal::rebuild(&id, &events, started);
+        let mut outcome = crate::call::journal::rebuild(&id, &events, started);
         let interrupted = status == CallStatus::Interrupted;
         tracing::warn!(
             call_id = id,
@@ -512,7 +512,7 @@ mod tests {
         }
         let outcome = Outcome {
             session,
-            ended_by: crate::sim::EndedBy::Caller,
+            ended_by: crate::call::outcome::EndedBy::Caller,
             start_time: 100.0,
             end_time: 200.0,
             tools: Vec::new(),

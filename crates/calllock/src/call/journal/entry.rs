@@ -7,7 +7,7 @@
 //! and its data (JSON); [`Entry`] is both at once. The two kinds with
 //! types of their own elsewhere are not here: `session` (an
 //! [`agent::Session`] without its transcript) and `latency`
-//! ([`crate::latency::TurnLatency`]).
+//! ([`crate::call::latency::TurnLatency`]).
 
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};

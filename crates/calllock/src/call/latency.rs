@@ -1,7 +1,7 @@
 //! Where a turn's time goes, as stored and as printed.
 //!
 //! A voice call journals one `latency` event per answered caller turn (see
-//! [`crate::voice_call`], which measures it): the moment the caller
+//! [`crate::call::voice_call`], which measures it): the moment the caller
 //! stopped speaking, then how long after it each step of the reply
 //! happened. It lives in the call's event log, so it survives a crash and
 //! shows for every past call; `calllock calls show` and `calllock

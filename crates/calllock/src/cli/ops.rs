@@ -1,11 +1,11 @@
 //! Operator commands: `calllock transcript` (with the call's per-turn
 //! latency), `calllock outbox`, `calllock doctor`.
 
+use crate::call::delivery::transcript_dump;
+use crate::call::journal;
+use crate::call::outcome::{EndedBy, Outcome};
+use crate::call::record::FinishedCall;
 use crate::config::{BackendKind, Config};
-use crate::delivery::transcript_dump;
-use crate::journal;
-use crate::record::FinishedCall;
-use crate::sim::{EndedBy, Outcome};
 use agent::transcript::format_transcript;
 use anyhow::{bail, Result};
 use providers::probe::{http_get, Probe};
@@ -64,8 +64,8 @@ pub async fn call_dump(store: &store::Store, id: &str) -> Result<Option<Value>> 
 pub async fn call_latency(
     store: &store::Store,
     id: &str,
-) -> Result<Vec<crate::latency::TurnLatency>> {
-    Ok(crate::latency::from_events(&store.events(id).await?))
+) -> Result<Vec<crate::call::latency::TurnLatency>> {
+    Ok(crate::call::latency::from_events(&store.events(id).await?))
 }
 
 /// `calllock transcript ID`.
@@ -84,7 +84,7 @@ pub async fn transcript(store: &store::Store, id: &str, gap_s: f64, json_out: bo
     }
     println!("{}", format_transcript(&dump, gap_s));
     let turns = call_latency(store, id).await?;
-    print!("{}", crate::latency::render(&turns));
+    print!("{}", crate::call::latency::render(&turns));
     Ok(())
 }
 

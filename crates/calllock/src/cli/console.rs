@@ -2,8 +2,11 @@
 //! and out) and `voice` (a phone call on this machine: `serve` on a
 //! loopback port and `dial` calling it), and the keyboard they read.
 
+use crate::call::driver;
+use crate::call::outcome::Outcome;
+use crate::cli::display;
+use crate::config;
 use crate::instance::KeepAlive;
-use crate::{config, display, sim};
 use agent::engine::Engine;
 use agent::Session;
 use anyhow::{Context, Result};
@@ -25,7 +28,7 @@ pub async fn chat(cfg: &config::Config, caller_id: String) -> Result<()> {
     let rx = stdin_lines();
     let mut printer = display::LivePrinter::new(c.color);
     let start = chrono::Utc::now().timestamp_millis() as f64 / 1000.0;
-    let journal = crate::journal::Journal::begin(
+    let journal = crate::call::journal::Journal::begin(
         &c.vendors.store,
         &c.call_id,
         &caller_id,
@@ -34,12 +37,13 @@ pub async fn chat(cfg: &config::Config, caller_id: String) -> Result<()> {
     )
     .await
     .context("registering the call")?;
-    let mut observer = crate::journal::JournalObserver::new(journal.clone(), start, &mut printer);
-    let driver = sim::CallDriver::new(
+    let mut observer =
+        crate::call::journal::JournalObserver::new(journal.clone(), start, &mut printer);
+    let driver = driver::CallDriver::new(
         engine,
         c.vendors.backend.clone(),
         responder,
-        sim::Timing::of(cfg),
+        driver::Timing::of(cfg),
         start,
         &mut observer,
     );
@@ -103,7 +107,7 @@ impl ConsoleCall {
         .await
         .context("registering this process in the database")?;
         let post = vendors.post_call(cfg);
-        match crate::delivery::recover(&post, cfg.instance_lease_s).await {
+        match crate::call::delivery::recover(&post, cfg.instance_lease_s).await {
             Ok(ids) if !ids.is_empty() => eprintln!(
                 "recovered {} call(s) interrupted mid-call: {}",
                 ids.len(),
@@ -114,12 +118,12 @@ impl ConsoleCall {
         }
         let (stop_worker, stop_rx) = tokio::sync::watch::channel(false);
         tokio::spawn(vendors.outbox_worker(cfg).run(
-            crate::delivery::system_clock(),
+            crate::call::delivery::system_clock(),
             std::time::Duration::from_secs_f64(cfg.outbox.poll_s),
             stop_rx,
         ));
         // Take over the calls of processes that die while this one runs.
-        tokio::spawn(crate::delivery::keep_recovering(
+        tokio::spawn(crate::call::delivery::keep_recovering(
             post,
             cfg.instance_lease_s,
             stop_worker.subscribe(),
@@ -148,8 +152,8 @@ impl ConsoleCall {
     async fn finish(
         &self,
         cfg: &config::Config,
-        journal: crate::journal::Journal,
-        outcome: &mut sim::Outcome,
+        journal: crate::call::journal::Journal,
+        outcome: &mut Outcome,
     ) -> Result<()> {
         let stats = journal.close().await;
         if stats.lost > 0 {

@@ -20,7 +20,7 @@
 //! Where each answered turn's time went — caller stopped, STT final, the
 //! waits, the reply's milestones up to its first mark echo — is measured
 //! by [`latency`] from what the stage already sees, and journaled as one
-//! `latency` event per turn (see [`crate::latency`]).
+//! `latency` event per turn (see [`crate::call::latency`]).
 
 mod conversation;
 mod journal;

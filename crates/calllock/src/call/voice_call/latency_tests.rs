@@ -6,7 +6,7 @@
 //! was configured.
 
 use super::{start_call, CallParts};
-use crate::latency::{Anchor, ReplyKind, TurnLatency};
+use crate::call::latency::{Anchor, ReplyKind, TurnLatency};
 use agent::backend::{Backend, ToolCall};
 use agent::engine::{Engine, EngineConfig};
 use agent::profile::BusinessProfile;
@@ -177,7 +177,7 @@ async fn every_stage_of_a_turn_is_stamped_where_it_happens() {
     let out = call.control.outcome.await.unwrap();
 
     let turns = &out.latency;
-    eprintln!("{}", crate::latency::render(turns));
+    eprintln!("{}", crate::call::latency::render(turns));
     assert_eq!(turns.len(), 2, "one record per answered turn: {turns:#?}");
     let said = |id: u64| {
         out.log
