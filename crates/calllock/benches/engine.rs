@@ -554,7 +554,7 @@ fn check_call(out: &Outcome, obs: &CountCaller) {
             obs.caller_turns, s.state, s.booking_confirmed, s.appointment_id, out.ended_by
         ));
     }
-    if out.ended_by != calllock::call::outcome::EndedBy::Agent {
+    if out.ended_by != calllock::call::outcome::Ending::Agent {
         die(format!(
             "the call ended by {:?}, not the agent",
             out.ended_by

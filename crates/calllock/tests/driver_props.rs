@@ -8,7 +8,7 @@ use agent::state::Tool;
 use agent::{BusinessProfile, Session};
 use async_trait::async_trait;
 use calllock::call::driver::{CallDriver, Quiet, ScriptItem, Timing, When};
-use calllock::call::outcome::EndedBy;
+use calllock::call::outcome::Ending;
 use proptest::prelude::*;
 use serde_json::{json, Value};
 use std::sync::Arc;
@@ -103,7 +103,7 @@ proptest! {
     fn any_script_runs_to_an_end(script in proptest::collection::vec(item(), 0..25)) {
         let outcome = run(script);
         prop_assert!(outcome.end_time >= outcome.start_time);
-        prop_assert!(outcome.ended_by != EndedBy::TimeLimit, "a call ran into the time limit");
+        prop_assert!(outcome.ended_by != Ending::TimeLimit, "a call ran into the time limit");
         // Every transcript line is stamped within the call.
         for e in &outcome.session.transcript_log {
             let t = e.timestamp.unwrap_or(outcome.start_time);

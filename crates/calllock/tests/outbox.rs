@@ -16,7 +16,7 @@ mod served;
 use agent::responder::ScriptedResponder;
 use agent::{BusinessProfile, Session, State};
 use calllock::call::delivery::{Backoff, Clock, OutboxWorker, PostCall};
-use calllock::call::outcome::{EndedBy, Outcome};
+use calllock::call::outcome::{Ending, Outcome};
 use providers::dashboard::{DashboardClient, DashboardConfig};
 use providers::fake::http::{FakeHttp, FakeResponse, RecordedRequest};
 use serde_json::{json, Value};
@@ -135,7 +135,7 @@ fn outcome(i: usize, now: f64) -> Outcome {
         start_time: now - 120.0,
         end_time: now,
         session: s,
-        ended_by: EndedBy::Caller,
+        ended_by: Ending::Caller,
         tools: Vec::new(),
     }
 }

@@ -6,7 +6,7 @@
 mod served;
 
 use calllock::dial::{place_call, Answer};
-use calllock::serve::live::Ending;
+use calllock::serve::live::Shutdown;
 use providers::fake::http::FakeHttp;
 use serde_json::Value;
 use served::*;
@@ -380,7 +380,7 @@ async fn shutdown_ends_live_calls_politely_with_a_callback() {
         .unwrap();
     assert_eq!(health.status(), 503);
     assert_eq!(health.text().await.unwrap(), "draining");
-    s.server.end_calls(Ending::Politely);
+    s.server.end_calls(Shutdown::Politely);
     let goodbye = c.agent_turn_after_clear().await;
     assert!(goodbye.contains("call you back"), "{goodbye}");
     let log = c.finish().await;

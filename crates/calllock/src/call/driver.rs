@@ -13,7 +13,7 @@
 //! tool's latency, and a newer LLM turn superseding an older one still in
 //! flight (the caller kept talking).
 
-use super::outcome::{EndedBy, Outcome, ToolLog};
+use super::outcome::{Ending, Outcome, ToolLog};
 use agent::backend::{Backend, ToolCall};
 use agent::engine::{Effect, Engine, Input, Timer};
 use agent::prompts::Canned;
@@ -115,7 +115,7 @@ pub enum CallEvent {
         from: State,
         to: State,
     },
-    Ended(EndedBy),
+    Ended(Ending),
 }
 
 /// Receives [`CallEvent`]s as they happen (`t` = seconds since call start).
@@ -193,7 +193,7 @@ pub struct CallDriver<'o> {
     /// (replay, demo), where everything runs inline and deterministically.
     background: Option<tokio::sync::mpsc::UnboundedSender<Ev>>,
     tools: Vec<ToolLog>,
-    ended_by: Option<EndedBy>,
+    ended_by: Option<Ending>,
 }
 
 impl<'o> CallDriver<'o> {
@@ -357,8 +357,8 @@ impl<'o> CallDriver<'o> {
             Effect::StateChanged { from, to } => self.emit(CallEvent::StateChanged { from, to }),
             Effect::EndCall => {
                 if self.ended_by.is_none() {
-                    self.ended_by = Some(EndedBy::Agent);
-                    self.emit(CallEvent::Ended(EndedBy::Agent));
+                    self.ended_by = Some(Ending::Agent);
+                    self.emit(CallEvent::Ended(Ending::Agent));
                 }
             }
         }
@@ -396,8 +396,8 @@ impl<'o> CallDriver<'o> {
             }
             Ev::CallerHangUp => {
                 if self.ended_by.is_none() {
-                    self.ended_by = Some(EndedBy::Caller);
-                    self.emit(CallEvent::Ended(EndedBy::Caller));
+                    self.ended_by = Some(Ending::Caller);
+                    self.emit(CallEvent::Ended(Ending::Caller));
                     self.feed(Input::CallerHungUp).await;
                 }
             }
@@ -479,7 +479,7 @@ impl<'o> CallDriver<'o> {
         let _ = self.engine.handle(Input::FlushTranscript, now);
         Outcome {
             session: self.engine.into_session(),
-            ended_by: self.ended_by.unwrap_or(EndedBy::TimeLimit),
+            ended_by: self.ended_by.unwrap_or(Ending::TimeLimit),
             start_time: self.start,
             end_time: end,
             tools: self.tools,

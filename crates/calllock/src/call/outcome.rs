@@ -6,12 +6,20 @@ use agent::backend::ToolCall;
 use agent::session::Session;
 use serde_json::Value;
 
-/// Who ended the call.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum EndedBy {
-    Agent,
+/// How a call ended: the one answer, whichever way the call ran (served,
+/// typed, replayed, or rebuilt after a crash).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ending {
+    /// The caller hung up, or their line dropped.
     Caller,
+    /// The agent hung up after its last line.
+    Agent,
+    /// The server ended the call: it is shutting down (`politely`: the
+    /// caller heard why and a callback was promised first).
+    Shutdown { politely: bool },
+    /// The caller could no longer be heard (speech recognition lost): the
+    /// agent ended the call with a callback.
+    SpeechLost,
     /// The driver stopped a call that ran past its time limit.
     TimeLimit,
     /// The process stopped mid-call (crash, kill); the call was rebuilt
@@ -19,25 +27,51 @@ pub enum EndedBy {
     Interrupted,
 }
 
-impl EndedBy {
-    /// As stored (the record's `ended_by`, the journal's `ended`).
+impl Ending {
+    /// Who ended it, as stored (the record's `ended_by`, the journal's
+    /// `ended`, the replay report): the server's own endings are the
+    /// agent's.
     pub fn as_str(self) -> &'static str {
         match self {
-            EndedBy::Agent => "agent",
-            EndedBy::Caller => "caller",
-            EndedBy::TimeLimit => "time_limit",
-            EndedBy::Interrupted => "interrupted",
+            Ending::Agent | Ending::Shutdown { .. } | Ending::SpeechLost => "agent",
+            Ending::Caller => "caller",
+            Ending::TimeLimit => "time_limit",
+            Ending::Interrupted => "interrupted",
         }
     }
 
     /// Read back as stored; anything else was cut off.
-    pub fn from_stored(s: &str) -> EndedBy {
+    pub fn from_stored(s: &str) -> Ending {
         match s {
-            "agent" => EndedBy::Agent,
-            "caller" => EndedBy::Caller,
-            "time_limit" => EndedBy::TimeLimit,
-            _ => EndedBy::Interrupted,
+            "agent" => Ending::Agent,
+            "caller" => Ending::Caller,
+            "time_limit" => Ending::TimeLimit,
+            _ => Ending::Interrupted,
         }
+    }
+
+    /// The `ended_by` label of `calllock_calls_total` (finer than the
+    /// stored value: the server's endings are told apart).
+    pub fn metric_label(self) -> &'static str {
+        match self {
+            Ending::Shutdown { .. } => "shutdown",
+            Ending::SpeechLost => "speech_lost",
+            other => other.as_str(),
+        }
+    }
+
+    /// Whether our side ended the call (so it hangs up the line).
+    pub fn by_agent(self) -> bool {
+        matches!(
+            self,
+            Ending::Agent | Ending::Shutdown { .. } | Ending::SpeechLost
+        )
+    }
+}
+
+impl serde::Serialize for Ending {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
     }
 }
 
@@ -53,7 +87,7 @@ pub struct ToolLog {
 #[derive(Debug, Clone)]
 pub struct Outcome {
     pub session: Session,
-    pub ended_by: EndedBy,
+    pub ended_by: Ending,
     /// Unix seconds.
     pub start_time: f64,
     pub end_time: f64,

@@ -1,7 +1,7 @@
 //! Terminal output: live call lines, summaries, call lists.
 
 use crate::call::driver::{CallEvent, Observer};
-use crate::call::outcome::EndedBy;
+use crate::call::outcome::Ending;
 use crate::call::record::{FinishedCall, TimedLine};
 use serde::Deserialize;
 use serde_json::Value;
@@ -92,10 +92,12 @@ impl Observer for LivePrinter {
             }
             CallEvent::Ended(by) => {
                 let who = match by {
-                    EndedBy::Agent => "agent hung up",
-                    EndedBy::Caller => "caller hung up",
-                    EndedBy::TimeLimit => "call stopped at the time limit",
-                    EndedBy::Interrupted => "interrupted (the process stopped mid-call)",
+                    Ending::Agent => "agent hung up",
+                    Ending::Caller => "caller hung up",
+                    Ending::Shutdown { .. } => "the server ended the call (shutting down)",
+                    Ending::SpeechLost => "ended: the caller could no longer be heard",
+                    Ending::TimeLimit => "call stopped at the time limit",
+                    Ending::Interrupted => "interrupted (the process stopped mid-call)",
                 };
                 println!("{}", dim(&format!("{t:6.1}s   {who}"), c));
             }

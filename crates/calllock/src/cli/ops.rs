@@ -3,7 +3,7 @@
 
 use crate::call::delivery::transcript_dump;
 use crate::call::journal;
-use crate::call::outcome::{EndedBy, Outcome};
+use crate::call::outcome::{Ending, Outcome};
 use crate::call::record::FinishedCall;
 use crate::config::{BackendKind, Config};
 use agent::transcript::format_transcript;
@@ -47,7 +47,7 @@ pub async fn call_dump(store: &store::Store, id: &str) -> Result<Option<Value>> 
         .unwrap_or(start);
     let mut dump = transcript_dump(&Outcome {
         session,
-        ended_by: EndedBy::Caller,
+        ended_by: Ending::Caller,
         start_time: start,
         end_time: end,
         tools: Vec::new(),

@@ -9,7 +9,7 @@
 use super::live::LiveCalls;
 use super::speech;
 use crate::call::delivery::PostCall;
-use crate::call::outcome::{EndedBy, Outcome};
+use crate::call::outcome::{Ending, Outcome};
 use crate::config::Config;
 use crate::wiring::Vendors;
 use providers::twilio::rest::TwilioRest;
@@ -60,7 +60,7 @@ pub(super) async fn turned_away(app: &App, from: &str, call_sid: &str) {
     let session = agent::engine::turned_away(&app.cfg.business, caller, call_sid, now);
     let mut outcome = Outcome {
         session,
-        ended_by: EndedBy::Agent,
+        ended_by: Ending::Agent,
         start_time: now,
         end_time: now,
         tools: Vec::new(),

@@ -11,7 +11,7 @@ use tokio::sync::{watch, Notify};
 
 /// How live calls should end.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Ending {
+pub enum Shutdown {
     /// Go on.
     Running,
     /// The grace period is over: say goodbye, promise a callback, hang up.
@@ -26,7 +26,7 @@ pub struct LiveCalls {
     max: usize,
     live: AtomicUsize,
     draining: AtomicBool,
-    ending: watch::Sender<Ending>,
+    ending: watch::Sender<Shutdown>,
     idle: Notify,
 }
 
@@ -50,7 +50,7 @@ impl LiveCalls {
             max: max.max(1),
             live: AtomicUsize::new(0),
             draining: AtomicBool::new(false),
-            ending: watch::channel(Ending::Running).0,
+            ending: watch::channel(Shutdown::Running).0,
             idle: Notify::new(),
         })
     }
@@ -103,12 +103,12 @@ impl LiveCalls {
     }
 
     /// Tell every live call how to end.
-    pub fn end_all(&self, how: Ending) {
+    pub fn end_all(&self, how: Shutdown) {
         self.ending.send_replace(how);
     }
 
-    /// A receiver of the [`Ending`] signal, for one call.
-    pub fn ending(&self) -> watch::Receiver<Ending> {
+    /// A receiver of the [`Shutdown`] signal, for one call.
+    pub fn shutdown(&self) -> watch::Receiver<Shutdown> {
         self.ending.subscribe()
     }
 

@@ -32,7 +32,7 @@ use crate::instance::KeepAlive;
 use anyhow::{Context, Result};
 use app::App;
 use axum::routing::get;
-use live::{Ending, LiveCalls};
+use live::{LiveCalls, Shutdown};
 use providers::twilio::rest::{TwilioRest, TwilioRestConfig};
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -215,7 +215,7 @@ impl Server {
 
     /// Tell live calls to end (`Politely`: goodbye, callback, hang-up;
     /// `Now`: at once).
-    pub fn end_calls(&self, how: Ending) {
+    pub fn end_calls(&self, how: Shutdown) {
         self.app.calls.end_all(how);
     }
 
@@ -314,16 +314,16 @@ async fn shutdown_on_signals(server: &Server, grace: Duration) {
     };
     if ended_now {
         tracing::warn!(live = server.live_calls(), "ending live calls now");
-        server.end_calls(Ending::Now);
+        server.end_calls(Shutdown::Now);
     } else {
         tracing::warn!(
             live = server.live_calls(),
             "grace period over: ending live calls politely (goodbye, callback)"
         );
-        server.end_calls(Ending::Politely);
+        server.end_calls(Shutdown::Politely);
         tokio::select! {
             _ = server.idle() => return,
-            _ = signals.next() => server.end_calls(Ending::Now),
+            _ = signals.next() => server.end_calls(Shutdown::Now),
         }
     }
     // Records are written even when ending at once; wait for them, bounded.

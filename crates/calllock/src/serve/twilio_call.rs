@@ -29,10 +29,10 @@
 //! page claims) and there is no Twilio call to hang up.
 
 use super::app::App;
-use super::live::Ending;
+use super::live::Shutdown;
 use super::twilio_sink::{ledger, FirstHeard, Outgoing, SharedLedger, TwilioSink};
-use crate::call::outcome::{EndedBy, Outcome};
-use crate::call::voice_call::{start_call, CallEnd, CallParts, Pacing, ResponderLlm};
+use crate::call::outcome::{Ending, Outcome};
+use crate::call::voice_call::{start_call, CallParts, Pacing, ResponderLlm};
 use agent::engine::{Effect, Engine, Input, ServerEnd};
 use agent::session::Session;
 use axum::extract::ws::{Message, WebSocket};
@@ -189,17 +189,6 @@ struct Call {
     direct: AtomicU64,
 }
 
-/// How the socket part of a call ended.
-enum SocketEnd {
-    /// `stop`, or the socket closed / failed.
-    CallerGone,
-    AgentHungUp,
-    Shutdown(Ending),
-    /// Speech recognition became unusable for this call (a refused key,
-    /// every reconnect failed): the caller cannot be heard any more.
-    SpeechLost,
-}
-
 impl Call {
     fn new(app: Arc<App>, start: Start, out: mpsc::UnboundedSender<Outgoing>, line: Line) -> Self {
         let ledger = Arc::new(Mutex::new(MarkLedger::new(app.cfg.twilio.mark_interval_ms)));
@@ -319,19 +308,19 @@ impl Call {
             tracing::error!(call_id = self.call_id, "the pipeline has no input");
             return;
         };
-        let mut ending = self.app.calls.ending();
+        let mut shutdown = self.app.calls.shutdown();
         let mut dropped = 0u64;
         let end = loop {
             tokio::select! {
                 msg = ws_rx.next() => {
-                    let Some(Ok(msg)) = msg else { break SocketEnd::CallerGone };
+                    let Some(Ok(msg)) = msg else { break Ending::Caller };
                     match self.on_message(msg, &mut reader) {
                         Step::Audio(ulaw, timestamp_ms) => {
                             if let Some(r) = &self.recording {
                                 r.caller(&ulaw, timestamp_ms);
                             }
                             if speech_lost.as_ref().is_some_and(|l| l.load(Ordering::Relaxed)) {
-                                break SocketEnd::SpeechLost;
+                                break Ending::SpeechLost;
                             }
                             let frame = Frame::input_audio(Audio::mulaw(ulaw, 8000));
                             if input.try_send(frame).is_err() {
@@ -340,15 +329,15 @@ impl Call {
                             }
                         }
                         Step::Continue => {}
-                        Step::Stop => break SocketEnd::CallerGone,
+                        Step::Stop => break Ending::Caller,
                     }
                 }
-                _ = call.control.end.wait_for(|e| *e == CallEnd::AgentHungUp) => {
-                    break SocketEnd::AgentHungUp;
+                _ = call.control.end.wait_for(Option::is_some) => {
+                    break Ending::Agent;
                 }
-                r = ending.wait_for(|e| *e != Ending::Running) => {
-                    let how = r.map(|e| *e).unwrap_or(Ending::Now);
-                    break SocketEnd::Shutdown(how);
+                r = shutdown.wait_for(|s| *s != Shutdown::Running) => {
+                    let how = r.map(|s| *s).unwrap_or(Shutdown::Now);
+                    break Ending::Shutdown { politely: how != Shutdown::Now };
                 }
             }
         };
@@ -376,31 +365,24 @@ impl Call {
     async fn finish(
         &self,
         mut call: crate::call::voice_call::RunningCall<TwilioSink>,
-        end: SocketEnd,
+        ending: Ending,
         (started, broke_at): (f64, f64),
         journal: Option<crate::call::journal::Journal>,
         mut ws_rx: WsRx,
         mut reader: StreamReader,
     ) {
         let mut ended = broke_at;
-        let ended_by = match end {
-            SocketEnd::CallerGone => EndedBy::Caller,
-            SocketEnd::AgentHungUp => {
-                // The goodbye is heard in full (its last mark echoed)
-                // before the line is cut.
-                self.wait_for_marks(&mut ws_rx, &mut reader).await;
-                ended = now_unix();
-                EndedBy::Agent
-            }
-            SocketEnd::Shutdown(_) | SocketEnd::SpeechLost => EndedBy::Agent,
-        };
+        if ending == Ending::Agent {
+            // The goodbye is heard in full (its last mark echoed) before
+            // the line is cut.
+            self.wait_for_marks(&mut ws_rx, &mut reader).await;
+            ended = now_unix();
+        }
         let stop = call.pipeline.end(Duration::from_secs(2)).await;
         let _ = call.player.await;
-        let server_end = match end {
-            SocketEnd::Shutdown(how) => Some(ServerEnd::ShuttingDown {
-                politely: how != Ending::Now,
-            }),
-            SocketEnd::SpeechLost => Some(ServerEnd::SpeechLost),
+        let server_end = match ending {
+            Ending::Shutdown { politely } => Some(ServerEnd::ShuttingDown { politely }),
+            Ending::SpeechLost => Some(ServerEnd::SpeechLost),
             _ => None,
         };
         let out = call.control.outcome.await;
@@ -419,12 +401,12 @@ impl Call {
         }
         let mut outcome = Outcome {
             session: engine.into_session(),
-            ended_by,
+            ended_by: ending,
             start_time: started,
             end_time: ended,
             tools: Vec::new(),
         };
-        if matches!(ended_by, EndedBy::Agent) {
+        if ending.by_agent() {
             self.hang_up().await;
         }
         let _ = self.out.send(Outgoing::Close);
@@ -444,21 +426,15 @@ impl Call {
             }
         }
         let report = self.app.post.handle_call_ended(&mut outcome, false).await;
-        let how = match end {
-            SocketEnd::CallerGone => "caller",
-            SocketEnd::AgentHungUp => "agent",
-            SocketEnd::Shutdown(_) => "shutdown",
-            SocketEnd::SpeechLost => "speech_lost",
-        };
         crate::metrics::call_finished(
             outcome.session.state.as_str(),
-            how,
+            ending.metric_label(),
             outcome.end_time - outcome.start_time,
         );
         tracing::info!(
             call_id = self.call_id,
             state = outcome.session.state.as_str(),
-            ended_by = ?ended_by,
+            ended_by = ending.metric_label(),
             graceful = stop.graceful,
             pending = report.pending.len(),
             "call ended"

@@ -6,7 +6,7 @@ use super::{check_subset, exact, session_from, R};
 use agent::responder::{Responder, ResponderError, ScriptedResponder};
 use agent::BusinessProfile;
 use calllock::call::delivery::{Backoff, OutboxWorker, PostCall};
-use calllock::call::outcome::{EndedBy, Outcome};
+use calllock::call::outcome::{Ending, Outcome};
 use providers::dashboard::{DashboardClient, DashboardConfig};
 use providers::fake::http::{HostMap, MappedRequest};
 use providers::v2::{V2Client, V2Config};
@@ -156,7 +156,7 @@ async fn run_async(case: &Value) -> R {
         start_time: session.start_time,
         end_time: now,
         session,
-        ended_by: EndedBy::Caller,
+        ended_by: Ending::Caller,
         tools: Vec::new(),
     };
     let report = post.handle_call_ended(&mut outcome, false).await;

@@ -512,7 +512,7 @@ mod tests {
         }
         let outcome = Outcome {
             session,
-            ended_by: crate::call::outcome::EndedBy::Caller,
+            ended_by: crate::call::outcome::Ending::Caller,
             start_time: 100.0,
             end_time: 200.0,
             tools: Vec::new(),

@@ -21,7 +21,7 @@
 //!   see [`crate::call::latency::TurnLatency`]).
 
 use crate::call::driver::{CallEvent, Observer};
-use crate::call::outcome::{EndedBy, Outcome};
+use crate::call::outcome::{Ending, Outcome};
 use agent::session::{Session, TranscriptEntry};
 use agent::State;
 use serde_json::Value;
@@ -386,7 +386,7 @@ pub fn rebuild(call_id: &str, events: &[store::StoredEvent], started_unix: f64) 
         })
         .collect();
     let mut log = Vec::new();
-    let mut ended_by = EndedBy::Interrupted;
+    let mut ended_by = Ending::Interrupted;
     for e in events {
         match Entry::read(&e.kind, &e.data) {
             Some(Entry::Agent(l)) if l.msg_id.is_some_and(|id| cut.contains_key(&id)) => {
@@ -413,7 +413,7 @@ pub fn rebuild(call_id: &str, events: &[store::StoredEvent], started_unix: f64) 
                 e.at_unix,
                 state_of(&t.state),
             )),
-            Some(Entry::Ended(end)) => ended_by = EndedBy::from_stored(&end.by),
+            Some(Entry::Ended(end)) => ended_by = Ending::from_stored(&end.by),
             _ => {}
         }
     }
@@ -563,7 +563,7 @@ mod tests {
         assert_eq!(o.session.customer_name, "Dana");
         assert_eq!(o.session.state, State::Discovery);
         assert_eq!(o.session.call_sid, "CA1");
-        assert_eq!(o.ended_by, EndedBy::Interrupted);
+        assert_eq!(o.ended_by, Ending::Interrupted);
         assert_eq!((o.start_time, o.end_time), (100.0, 104.0));
         let text = agent::transcript::to_plain_text(&o.session.transcript_log);
         assert_eq!(
@@ -577,8 +577,8 @@ mod tests {
         let o = rebuild("CA2", &[], 50.0);
         assert!(o.session.transcript_log.is_empty());
         assert_eq!(o.session.call_sid, "CA2");
-        assert_eq!(o.ended_by, EndedBy::Interrupted);
+        assert_eq!(o.ended_by, Ending::Interrupted);
         let o = rebuild("CA2", &[ev(1, 60.0, "ended", json!({"by": "agent"}))], 50.0);
-        assert_eq!(o.ended_by, EndedBy::Agent);
+        assert_eq!(o.ended_by, Ending::Agent);
     }
 }

@@ -261,7 +261,7 @@ pub async fn emergencies_since(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::call::outcome::EndedBy;
+    use crate::call::outcome::Ending;
     use agent::session::TranscriptEntry;
     use agent::{BusinessProfile, Session, State};
 
@@ -289,7 +289,7 @@ mod tests {
         s.state = state;
         Outcome {
             session: s,
-            ended_by: EndedBy::Agent,
+            ended_by: Ending::Agent,
             start_time: t0,
             end_time: t0 + 30.0,
             tools: Vec::new(),

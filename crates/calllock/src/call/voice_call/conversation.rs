@@ -29,6 +29,7 @@ use super::journal::VoiceJournal;
 use super::latency::{TurnClocks, Wait};
 use super::played::PlayedProof;
 use crate::call::latency::{ReplyKind, TurnLatency};
+use crate::call::outcome::Ending;
 
 /// What the conversation stage leaves behind when the call ends.
 pub struct CallOutcome {
@@ -61,14 +62,6 @@ impl std::fmt::Debug for CallOutcome {
             .field("latency", &self.latency)
             .finish_non_exhaustive()
     }
-}
-
-/// Why the agent asked to end the call (see [`CallControl`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CallEnd {
-    Running,
-    /// The engine decided to hang up (after its last line was heard).
-    AgentHungUp,
 }
 
 #[derive(Debug)]
@@ -118,14 +111,15 @@ pub struct ConversationStage {
     latencies: Vec<TurnLatency>,
     start: Instant,
     start_unix: f64,
-    end_tx: watch::Sender<CallEnd>,
+    end_tx: watch::Sender<Option<Ending>>,
     outcome: Option<oneshot::Sender<CallOutcome>>,
 }
 
 /// Handles to a running conversation stage.
 pub struct CallControl {
-    /// Changes to [`CallEnd::AgentHungUp`] when the engine hangs up.
-    pub end: watch::Receiver<CallEnd>,
+    /// Becomes `Some(Ending::Agent)` when the engine hangs up (after its
+    /// last line was heard); `None` while the call goes on.
+    pub end: watch::Receiver<Option<Ending>>,
     /// The outcome, sent when the stage stops.
     pub outcome: oneshot::Receiver<CallOutcome>,
 }
@@ -139,7 +133,7 @@ impl ConversationStage {
         floor: Arc<Floor>,
         start_unix: f64,
     ) -> (Self, CallControl) {
-        let (end_tx, end_rx) = watch::channel(CallEnd::Running);
+        let (end_tx, end_rx) = watch::channel(None);
         let (out_tx, out_rx) = oneshot::channel();
         (
             ConversationStage {
@@ -409,7 +403,7 @@ impl ConversationStage {
             Effect::EndCall => {
                 let reason = format!("agent hung up in {}", self.engine.state());
                 self.append(Event::CallEnded { reason });
-                let _ = self.end_tx.send(CallEnd::AgentHungUp);
+                let _ = self.end_tx.send(Some(Ending::Agent));
             }
         }
     }

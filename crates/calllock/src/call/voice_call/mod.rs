@@ -31,7 +31,7 @@ mod llm;
 mod parts;
 mod played;
 
-pub use conversation::{CallControl, CallEnd, CallOutcome, ConversationStage};
+pub use conversation::{CallControl, CallOutcome, ConversationStage};
 pub use llm::{Pacing, ResponderLlm};
 pub use parts::{start_call, CallParts, RunningCall, OUTPUT_RATE};
 pub use played::{Played, PlayedProof};
