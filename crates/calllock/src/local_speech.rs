@@ -153,9 +153,12 @@ impl LocalSpeech {
         let mut ulaw = Vec::new();
         while let Some(item) = stream.next().await {
             match item {
-                Ok(voice::stages::tts::TtsEvent::Audio(a)) => {
-                    ulaw.extend(audio::mulaw::encode_pcm16le(&a.bytes));
-                }
+                Ok(voice::stages::tts::TtsEvent::Audio(a)) => match a.encoding {
+                    voice::frames::Encoding::MuLaw => ulaw.extend_from_slice(&a.bytes),
+                    voice::frames::Encoding::Pcm16 => {
+                        ulaw.extend(audio::mulaw::encode_pcm16le(&a.bytes));
+                    }
+                },
                 Ok(_) => {}
                 Err(e) => {
                     tracing::warn!(error = %e, "the local voice failed");

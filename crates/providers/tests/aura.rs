@@ -30,9 +30,8 @@ fn tts(fake: &FakeAura) -> AuraTts {
 /// Everything a synthesis produced.
 #[derive(Default)]
 struct Heard {
-    /// The audio turned back into µ-law (what goes to Twilio).
+    /// The audio: µ-law as Deepgram sent it (what goes to Twilio).
     ulaw: Vec<u8>,
-    pcm: Vec<u8>,
     pieces: Vec<usize>,
     words_events: usize,
     error: Option<TtsError>,
@@ -68,10 +67,9 @@ async fn collect(mut s: TtsStream) -> Heard {
         match item {
             Ok(TtsEvent::Audio(a)) => {
                 assert_eq!(a.rate, 8000);
-                assert_eq!(a.encoding, voice::frames::Encoding::Pcm16);
+                assert_eq!(a.encoding, voice::frames::Encoding::MuLaw);
                 h.pieces.push(a.bytes.len());
-                h.ulaw.extend(audio::mulaw::encode_pcm16le(&a.bytes));
-                h.pcm.extend_from_slice(&a.bytes);
+                h.ulaw.extend_from_slice(&a.bytes);
             }
             Ok(TtsEvent::Word(_)) => h.words_events += 1,
             Ok(TtsEvent::Cut) => panic!("Aura's client never cuts a line itself"),
@@ -92,8 +90,14 @@ async fn speaks_the_words_in_order_with_the_documented_request() {
     let h = collect(tts(&fake).synthesize(text)).await;
     assert!(h.error.is_none(), "{:?}", h.error);
     assert_eq!(h.words(), words(text));
+    // The body's bytes themselves, never decoded and encoded again.
+    assert!(
+        h.ulaw == providers::deepgram::aura_fake::speech_mulaw(text, 15.0),
+        "{} bytes",
+        h.ulaw.len()
+    );
     assert_eq!(h.words_events, 0, "Aura has no word timings");
-    assert!(h.pieces.iter().all(|n| *n <= 1600), "≤ 100 ms per piece");
+    assert!(h.pieces.iter().all(|n| *n <= 800), "≤ 100 ms per piece");
     assert!(h.pieces.len() > 1);
 
     let reqs = fake.requests();
@@ -392,7 +396,7 @@ async fn the_chunk_timeout_counts_only_while_polled() {
         let TtsEvent::Audio(a) = item.expect("no error") else {
             continue;
         };
-        ulaw.extend(audio::mulaw::encode_pcm16le(&a.bytes));
+        ulaw.extend_from_slice(&a.bytes);
         polls += 1;
         if polls < 4 {
             tokio::time::sleep(Duration::from_millis(300)).await;
@@ -414,8 +418,8 @@ async fn slow_audio_and_garbage_audio_play_through() {
     fake.push(AuraBehaviour::Garbage(12_345));
     let h = collect(t.synthesize("Noise.")).await;
     assert!(h.error.is_none(), "{:?}", h.error);
-    assert_eq!(h.pcm.len(), 2 * 12_345, "every byte, once");
-    assert!(h.pieces.iter().all(|n| *n <= 1600));
+    assert_eq!(h.ulaw.len(), 12_345, "every byte, once");
+    assert!(h.pieces.iter().all(|n| *n <= 800));
 }
 
 #[tokio::test]
@@ -474,4 +478,106 @@ async fn an_unreachable_server_is_a_quick_error() {
         "{e}"
     );
     assert!(start.elapsed() < Duration::from_secs(4));
+}
+
+mod to_the_sink {
+    //! The agent's side of a phone call with Aura as its voice — TTS stage,
+    //! 8 kHz resample stage, output, paced player — into a sink: Aura's
+    //! µ-law reaches the sink byte for byte, never decoded and encoded
+    //! again.
+
+    use super::*;
+    use std::sync::{Arc, Mutex};
+    use voice::floor::Floor;
+    use voice::frames::{Audio, Data, Encoding, Epoch, Frame, UtteranceId, UtteranceText};
+    use voice::stages::output::{self, AudioSink, Player};
+    use voice::stages::resample::ResampleStage;
+    use voice::stages::tts::TtsStage;
+    use voice::Pipeline;
+
+    /// What reached the sink: each frame, and the utterances that ended.
+    #[derive(Default)]
+    struct Played {
+        frames: Vec<Audio>,
+        ended: Vec<UtteranceId>,
+    }
+
+    #[derive(Clone, Default)]
+    struct Sink(Arc<Mutex<Played>>);
+
+    impl AudioSink for Sink {
+        fn play(&mut self, audio: &Audio, _: UtteranceId, _: Epoch) {
+            self.0.lock().unwrap().frames.push(audio.clone());
+        }
+        fn clear(&mut self) {}
+        fn utterance_end(&mut self, id: UtteranceId) {
+            self.0.lock().unwrap().ended.push(id);
+        }
+    }
+
+    #[tokio::test]
+    async fn auras_mulaw_reaches_the_sink_untouched() {
+        let fake = FakeAura::start(FakeAuraConfig {
+            chars_per_second: 60.0,
+            ..FakeAuraConfig::default()
+        })
+        .await;
+        let text = "Your technician is on the way.";
+        let mut p = Pipeline::builder()
+            .stage(TtsStage::new(Arc::new(tts(&fake))))
+            .stage(ResampleStage::new(8000))
+            .stage(output::OutputStage)
+            .tail(output::OUTPUT_QUEUE_FRAMES)
+            .build();
+        let up = p.stage_control(p.len() - 1).unwrap();
+        let tail = p.take_tail().unwrap();
+        let sink = Sink::default();
+        let player = Player::new(
+            sink.clone(),
+            tail,
+            up,
+            p.scope().clone(),
+            Arc::new(Floor::default()),
+        );
+        let player = tokio::spawn(player.run());
+        let input = p.input().unwrap().clone();
+        let speak = Data::Speak(UtteranceText {
+            id: 1,
+            text: text.into(),
+        });
+        input.send(Frame::data(0, speak)).await.unwrap();
+        input
+            .send(Frame::data(0, Data::SpeakEnd { id: 1 }))
+            .await
+            .unwrap();
+        let until = Instant::now() + Duration::from_secs(10);
+        while !sink.0.lock().unwrap().ended.contains(&1) {
+            assert!(Instant::now() < until, "the line never ended at the sink");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        drop(input);
+        p.end(Duration::from_secs(5)).await;
+        let _ = player.await;
+        let played = sink.0.lock().unwrap();
+        assert!(
+            played
+                .frames
+                .iter()
+                .all(|a| a.encoding == Encoding::MuLaw && a.rate == 8000 && a.bytes.len() <= 160),
+            "frames of at most 20 ms of 8 kHz µ-law"
+        );
+        let ulaw: Vec<u8> = played
+            .frames
+            .iter()
+            .flat_map(|a| a.bytes.to_vec())
+            .collect();
+        let body = providers::deepgram::aura_fake::speech_mulaw(text, 60.0);
+        assert!(
+            ulaw == body,
+            "{} bytes played of {}",
+            ulaw.len(),
+            body.len()
+        );
+        assert_eq!(words_of(&ulaw), words(text));
+    }
 }

@@ -288,3 +288,212 @@ async fn after_the_caller_is_asked_again_a_recovered_socket_hears_them() {
     let (got, all) = finals(&mut rx, 1, Duration::from_secs(10)).await;
     assert_eq!(got, ["My name is Dana Fields"], "{all:?}");
 }
+
+mod through_the_pipeline {
+    //! The inbound path of a phone call — VAD stage, STT stage, Deepgram
+    //! client — against the fake: the caller's µ-law reaches Deepgram's
+    //! socket byte for byte, and the socket says what it carries.
+
+    use super::*;
+    use providers::deepgram::stt::DeepgramStt;
+    use voice::frames::{Audio, ControlFrame, Data, Frame};
+    use voice::offline::CodecDetector;
+    use voice::stages::stt::SttStage;
+    use voice::stages::vad::VadStage;
+    use voice::Pipeline;
+
+    /// Sends `frames` as caller audio through VAD → Deepgram STT; the
+    /// final transcripts, once `want` arrived (or 10 s passed).
+    async fn heard(fake: &FakeDeepgram, frames: Vec<Audio>, want: usize) -> Vec<String> {
+        let mut p = Pipeline::builder()
+            .stage(VadStage::new(CodecDetector::default()))
+            .stage(SttStage::new(DeepgramStt::new(config(fake))))
+            .tail(4096)
+            .build();
+        let input = p.input().unwrap().clone();
+        for a in frames {
+            input.send(Frame::input_audio(a)).await.unwrap();
+        }
+        let tail = p.tail().unwrap();
+        let mut finals = Vec::new();
+        let until = tokio::time::Instant::now() + Duration::from_secs(10);
+        while finals.len() < want {
+            match tokio::time::timeout_at(until, tail.recv()).await {
+                Ok(Some(Frame::Data(d))) => {
+                    if let Data::Transcript {
+                        text,
+                        is_final: true,
+                    } = d.data
+                    {
+                        if !text.is_empty() {
+                            finals.push(text.to_string());
+                        }
+                    }
+                }
+                Ok(Some(Frame::Control(ControlFrame::End))) | Ok(None) | Err(_) => break,
+                Ok(Some(_)) => {}
+            }
+        }
+        drop(input);
+        p.end(Duration::from_secs(5)).await;
+        finals
+    }
+
+    /// Waits until the fake received `n` audio bytes (or 5 s passed).
+    async fn received(fake: &FakeDeepgram, n: usize) -> Vec<u8> {
+        let until = tokio::time::Instant::now() + Duration::from_secs(5);
+        loop {
+            let got = fake.audio_received();
+            if got.len() >= n || tokio::time::Instant::now() >= until {
+                return got;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+
+    /// Codec speech of `text` then 700 ms of silence, as 8 kHz µ-law.
+    fn spoken(text: &str) -> Vec<u8> {
+        let (mut ulaw, _) = encode_mulaw(text, 15.0);
+        ulaw.extend(std::iter::repeat_n(0xFFu8, 700 * 8));
+        ulaw
+    }
+
+    #[tokio::test]
+    async fn the_callers_mulaw_reaches_deepgram_byte_for_byte() {
+        let fake = FakeDeepgram::start(FakeBehaviour::default()).await;
+        let mut ulaw = spoken("Hi, my AC stopped cooling last night");
+        // Two frames of line noise holding every byte value: nothing on
+        // the way may "normalise" a byte (0x7F and 0xFF are both zero).
+        ulaw.extend((0..320u32).map(|i| i as u8));
+        ulaw.extend(spoken("It's 78745"));
+        let frames = ulaw
+            .chunks(160)
+            .map(|c| Audio::mulaw(c.to_vec(), 8000))
+            .collect();
+        let got = heard(&fake, frames, 2).await;
+        assert_eq!(got, ["Hi, my AC stopped cooling last night", "It's 78745"]);
+        let sent = received(&fake, ulaw.len()).await;
+        assert!(
+            sent == ulaw,
+            "{} bytes sent, {} received",
+            ulaw.len(),
+            sent.len()
+        );
+        let log = fake.log();
+        assert_eq!(log.connections, 1);
+        assert!(
+            log.queries[0].contains("encoding=mulaw&sample_rate=8000"),
+            "{}",
+            log.queries[0]
+        );
+    }
+
+    #[tokio::test]
+    async fn pcm16_callers_are_encoded_to_what_the_socket_says_it_carries() {
+        let fake = FakeDeepgram::start(FakeBehaviour::default()).await;
+        let ulaw = spoken("My name is Dana Fields");
+        let pcm = audio::mulaw::decode_to_pcm16le(&ulaw);
+        let frames = pcm
+            .chunks(320)
+            .map(|c| Audio::pcm16(c.to_vec(), 8000))
+            .collect();
+        let got = heard(&fake, frames, 1).await;
+        assert_eq!(got, ["My name is Dana Fields"]);
+        // Every µ-law level decodes and encodes back to itself.
+        let sent = received(&fake, ulaw.len()).await;
+        assert!(
+            sent == ulaw,
+            "{} bytes sent, {} received",
+            ulaw.len(),
+            sent.len()
+        );
+    }
+
+    #[tokio::test]
+    async fn audio_at_another_rate_is_resampled_to_the_sockets() {
+        let fake = FakeDeepgram::start(FakeBehaviour::default()).await;
+        // One second of 16 kHz PCM16 in 20 ms frames, then an unusable
+        // rate (left out, never sent mislabelled).
+        let mut frames: Vec<Audio> = (0..50)
+            .map(|_| Audio::pcm16(vec![0u8; 640], 16_000))
+            .collect();
+        frames.push(Audio::mulaw(vec![0xFFu8; 160], 11_025));
+        heard(&fake, frames, 0).await;
+        let sent = received(&fake, 8000).await;
+        // 8 kHz again, less the resampler's latency (a few ms).
+        assert!(
+            (7_800..=8_000).contains(&sent.len()),
+            "{} bytes for 1 s",
+            sent.len()
+        );
+        assert!(sent.iter().all(|b| *b == 0xFF || *b == 0x7F));
+    }
+}
+
+mod the_fake {
+    //! The fake hears the format its socket's query names, as Deepgram
+    //! does, and refuses a query without one.
+
+    use super::*;
+    use futures_util::{SinkExt, StreamExt};
+    use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+    use tokio_tungstenite::tungstenite::Message;
+
+    async fn open(
+        fake: &FakeDeepgram,
+        query: &str,
+    ) -> Result<
+        tokio_tungstenite::WebSocketStream<
+            tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>,
+        >,
+        String,
+    > {
+        let url = format!("{}/v1/listen?{query}", fake.base_url());
+        let mut req = url.into_client_request().unwrap();
+        req.headers_mut()
+            .insert("Authorization", "Token test-key".parse().unwrap());
+        tokio_tungstenite::connect_async(req)
+            .await
+            .map(|(ws, _)| ws)
+            .map_err(|e| e.to_string())
+    }
+
+    #[tokio::test]
+    async fn linear16_is_heard_when_the_query_says_so() {
+        let fake = FakeDeepgram::start(FakeBehaviour::default()).await;
+        let mut ws = open(&fake, "encoding=linear16&sample_rate=8000")
+            .await
+            .unwrap();
+        let (mut ulaw, _) = encode_mulaw("one two three", 15.0);
+        ulaw.extend(std::iter::repeat_n(0xFFu8, 700 * 8));
+        let pcm = audio::mulaw::decode_to_pcm16le(&ulaw);
+        for c in pcm.chunks(320) {
+            ws.send(Message::Binary(Bytes::copy_from_slice(c)))
+                .await
+                .unwrap();
+        }
+        let until = tokio::time::Instant::now() + Duration::from_secs(5);
+        while fake.log().words_heard.len() < 3 && tokio::time::Instant::now() < until {
+            let _ = tokio::time::timeout(Duration::from_millis(50), ws.next()).await;
+        }
+        assert_eq!(fake.log().words_heard, ["one", "two", "three"]);
+        assert_eq!(fake.audio_received(), pcm);
+    }
+
+    #[tokio::test]
+    async fn a_query_without_the_audio_format_is_refused() {
+        let fake = FakeDeepgram::start(FakeBehaviour::default()).await;
+        for query in [
+            "model=nova-3",
+            "encoding=mulaw",
+            "sample_rate=8000",
+            "encoding=opus&sample_rate=8000",
+            "encoding=mulaw&sample_rate=16000",
+        ] {
+            let e = open(&fake, query).await.unwrap_err();
+            assert!(e.contains("400"), "{query}: {e}");
+        }
+        assert_eq!(fake.log().refused, 5);
+        assert_eq!(fake.log().connections, 0);
+    }
+}

@@ -396,6 +396,46 @@ mod tests {
         assert_eq!(rec.clips.lock().unwrap().len(), 2);
     }
 
+    /// Keeps every clip it is given; hears nothing.
+    #[derive(Default)]
+    struct Keeping(Mutex<Vec<Vec<f32>>>);
+
+    impl Recogniser for Keeping {
+        fn recognise(&self, clip: Vec<f32>) -> Result<Heard, Busy> {
+            self.0.lock().unwrap().push(clip);
+            let (tx, rx) = oneshot::channel();
+            let _ = tx.send(Ok(String::new()));
+            Ok(rx)
+        }
+    }
+
+    #[tokio::test]
+    async fn a_phone_lines_mulaw_is_heard_as_its_samples() {
+        // The caller's audio reaches the STT as it left the socket (µ-law):
+        // the clip is the same as from the decoded PCM16.
+        let tone: Vec<i16> = (0..8000).map(|i| ((i % 50) as i16 - 25) * 400).collect();
+        let mut ulaw = Vec::new();
+        audio::mulaw::encode(&tone, &mut ulaw);
+        let mut clips = Vec::new();
+        for mulaw in [true, false] {
+            let rec = Arc::new(Keeping::default());
+            let mut stt = UtteranceStt::new(rec.clone(), UtteranceOptions::default());
+            let (tx, _rx) = voice::inbox::inbox(16);
+            stt.start(TranscriptOut::new(tx));
+            stt.user_started_speaking();
+            for chunk in ulaw.chunks(160) {
+                let a = Audio::mulaw(chunk.to_vec(), 8000);
+                stt.push_audio(&if mulaw { a } else { a.into_pcm16() });
+            }
+            stt.user_stopped_speaking();
+            let kept = rec.0.lock().unwrap().clone();
+            assert_eq!(kept.len(), 1);
+            clips.push(kept[0].clone());
+        }
+        assert!(clips[0].len() > 15_000, "{}", clips[0].len());
+        assert_eq!(clips[0], clips[1]);
+    }
+
     #[test]
     fn notes_on_the_sound_are_not_words() {
         assert_eq!(clean_transcript(" [BLANK_AUDIO] "), "");

@@ -159,7 +159,7 @@ pub struct DataFrame {
     pub data: Data,
 }
 
-/// Mono 16-bit little-endian PCM (or 8-bit µ-law when `rate` says so: see
+/// Mono 16-bit little-endian PCM (or 8-bit µ-law when `encoding` says so: see
 /// [`Encoding`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Audio {

@@ -14,8 +14,11 @@
 //! whatever the caller brings: vendors, local speech, or the offline codec.
 //!
 //! The caller's audio goes into [`Telephone::pipeline`]'s input (8 kHz
-//! µ-law or PCM frames; the VAD stage decodes µ-law itself); the agent's
-//! audio comes out of the player into the sink, paced in real time.
+//! µ-law or PCM frames) and reaches the STT in the encoding it came in
+//! (the VAD stage decodes µ-law only for its detector); the agent's audio
+//! comes out of the player into the sink, paced in real time — µ-law from
+//! a voice that makes 8 kHz µ-law untouched, anything else as 8 kHz
+//! PCM16.
 //!
 //! [`Stt`]: crate::stages::stt::Stt
 //! [`Tts`]: crate::stages::tts::Tts

@@ -1,7 +1,9 @@
 //! No panic on any caller audio: arbitrary frames (empty, odd byte counts,
 //! huge, wrong or unsupported rates, either encoding) go through the real
-//! audio chain (µ-law decode → input resampling → earshot VAD → codec STT)
-//! and the pipeline still ends gracefully.
+//! audio chain (µ-law decode → input resampling → earshot VAD → codec STT,
+//! and the telephone's own: VAD straight on the socket's audio → codec
+//! STT, each decoding what it needs) and the pipeline still ends
+//! gracefully.
 
 use proptest::prelude::*;
 use std::time::Duration;
@@ -44,6 +46,32 @@ proptest! {
                 .stage(MuLawDecode)
                 .stage(InputResample::new(16_000))
                 .stage(VadStage::new(vad))
+                .stage(SttStage::new(MockStt::default()))
+                .build();
+            let input = p.input().unwrap().clone();
+            for a in frames {
+                input.send(Frame::input_audio(a)).await.unwrap();
+            }
+            drop(input);
+            p.end(Duration::from_secs(10)).await
+        });
+        prop_assert!(report.graceful, "{report:?}");
+    }
+
+    #[test]
+    fn any_caller_audio_straight_from_the_socket_is_survived(
+        frames in proptest::collection::vec(audio_strategy(), 0..40),
+        codec in any::<bool>(),
+    ) {
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        let report = rt.block_on(async move {
+            let detector: Box<dyn voice::stages::vad::SpeechDetector> = if codec {
+                Box::new(voice::testkit::CodecDetector::default())
+            } else {
+                Box::new(audio::vad::Vad::new(audio::vad::VadParams::default(), 8000).unwrap())
+            };
+            let mut p = Pipeline::builder()
+                .stage(VadStage::new(detector))
                 .stage(SttStage::new(MockStt::default()))
                 .build();
             let input = p.input().unwrap().clone();

@@ -1,9 +1,10 @@
 //! Agent audio onto a Twilio Media Streams socket.
 //!
-//! The pipeline's player hands each 20 ms frame of agent audio (PCM16,
-//! 8 kHz) to [`TwilioSink::play`] at real-time pace (a little ahead: the
-//! serve `output_lead_ms`). The sink µ-law-encodes it into one `media`
-//! message and, every `mark_interval_ms` of audio and at each utterance's
+//! The pipeline's player hands each 20 ms frame of agent audio (8 kHz)
+//! to [`TwilioSink::play`] at real-time pace (a little ahead: the serve
+//! `output_lead_ms`). µ-law (Deepgram Aura's own audio) goes into one
+//! `media` message byte for byte; PCM16 (every other voice) is µ-law
+//! encoded first. Every `mark_interval_ms` of audio and at each utterance's
 //! end, sends a `mark` recorded in the [`MarkLedger`]. The socket's reader
 //! feeds Twilio's echoes back into the same ledger, so what the caller
 //! heard — asked for by the player at a barge-in ([`AudioSink::heard`]) —
@@ -263,6 +264,29 @@ mod tests {
             got.push((id, confirmed_ms));
         }
         assert_eq!(got, [(2, 100), (3, 50)]);
+    }
+
+    #[test]
+    fn mulaw_goes_out_byte_for_byte_and_pcm16_is_encoded() {
+        use base64::Engine;
+        let payload = |rx: &mut tokio::sync::mpsc::UnboundedReceiver<Outgoing>| {
+            let Ok(Outgoing::Text(t)) = rx.try_recv() else {
+                panic!("no media message");
+            };
+            let v: serde_json::Value = serde_json::from_str(&t).unwrap();
+            assert_eq!(v["event"], "media");
+            base64::engine::general_purpose::STANDARD
+                .decode(v["media"]["payload"].as_str().unwrap())
+                .unwrap()
+        };
+        let (mut s, mut rx) = sink();
+        let ulaw: Vec<u8> = (0..160u32).map(|i| (i * 7) as u8).collect();
+        s.play(&Audio::mulaw(ulaw.clone(), 8000), 1, 0);
+        assert_eq!(payload(&mut rx), ulaw, "the voice's own bytes");
+        let pcm = audio::mulaw::decode_to_pcm16le(&ulaw);
+        s.play(&Audio::pcm16(pcm, 8000), 1, 0);
+        assert_eq!(payload(&mut rx), ulaw, "every µ-law level encodes back");
+        assert_eq!(s.sent_ms.load(Ordering::Relaxed), 40);
     }
 
     #[test]

@@ -23,10 +23,11 @@
 //! The TTS stage pulls a synthesis only about half a second ahead of
 //! playback, so the body is read only as the [`TtsStream`] is polled: a
 //! long line waits in Deepgram's socket (TCP flow control), not in memory.
-//! Each network read becomes [`TtsEvent::Audio`] at once — µ-law decoded to
-//! PCM16 at the request's rate, in pieces of at most 100 ms. Aura gives no
-//! word timings: no [`TtsEvent::Word`] is sent, and the accountant
-//! estimates what the caller heard from the audio's length.
+//! Each network read becomes [`TtsEvent::Audio`] at once — µ-law as
+//! Deepgram sent it (never decoded: at 8 kHz the pipeline hands it to
+//! Twilio byte for byte), at the request's rate, in pieces of at most
+//! 100 ms. Aura gives no word timings: no [`TtsEvent::Word`] is sent, and
+//! the accountant estimates what the caller heard from the audio's length.
 //!
 //! Dropping the stream (a barge-in) drops the request: the connection is
 //! closed mid-body, and Deepgram stops.

@@ -24,7 +24,6 @@
 //!   ([`crate::speech_text::split_text`], shared with Inworld, which has
 //!   the same limit) and spoken as several requests in order.
 
-use audio::mulaw::decode_to_pcm16le;
 use serde_json::{json, Value};
 use voice::frames::Audio;
 use voice::stages::tts::TtsError;
@@ -174,9 +173,11 @@ enum Kind {
 /// Reads one `/v1/speak` response, body chunk by body chunk, as the
 /// network hands them over.
 ///
-/// * A 200 with an audio type: each chunk comes back at once as PCM16
-///   [`Audio`] at the request's rate (µ-law decoded), in pieces of at most
-///   100 ms (800 bytes at 8 kHz), so a large read is never one huge frame.
+/// * A 200 with an audio type: each chunk comes back at once as µ-law
+///   [`Audio`] at the request's rate (the bytes as Deepgram sent them:
+///   nothing decoded, so the Twilio sink sends them on as they are), in
+///   pieces of at most 100 ms (800 bytes at 8 kHz), so a large read is
+///   never one huge frame.
 ///   Every byte comes out once, in order. An end without a single byte is
 ///   an error (nothing to play), and so is more than the audio cap.
 /// * Another status, or a 200 labelled as text/JSON: the body (up to
@@ -303,7 +304,7 @@ impl Reply {
         self.audio_bytes += chunk.len();
         Ok(chunk
             .chunks(self.piece_bytes)
-            .map(|piece| Audio::pcm16(decode_to_pcm16le(piece), self.rate))
+            .map(|piece| Audio::mulaw(bytes::Bytes::copy_from_slice(piece), self.rate))
             .collect())
     }
 
@@ -406,10 +407,19 @@ mod tests {
     #[test]
     fn audio_comes_out_in_small_pieces() {
         let mut r = Reply::new(200, Some("audio/mulaw"), 8000);
-        let a = r.on_chunk(&[0xFF; 2000]).unwrap();
+        let body: Vec<u8> = (0..2000).map(|i| (i % 256) as u8).collect();
+        let a = r.on_chunk(&body).unwrap();
         assert_eq!(
             a.iter().map(|a| a.bytes.len()).collect::<Vec<_>>(),
-            [1600, 1600, 800]
+            [800, 800, 400]
+        );
+        // µ-law as Deepgram sent it: the same bytes, never decoded.
+        assert!(a
+            .iter()
+            .all(|a| a.encoding == voice::frames::Encoding::MuLaw && a.rate == 8000));
+        assert_eq!(
+            a.iter().flat_map(|a| a.bytes.to_vec()).collect::<Vec<_>>(),
+            body
         );
         assert!(r.on_end().is_ok());
         let mut r = Reply::new(200, None, 8000);

@@ -1,8 +1,9 @@
 //! A loopback Deepgram live endpoint for tests (feature `testing`).
 //!
 //! It speaks the real protocol — a WebSocket at `/v1/listen` with the
-//! `Authorization: Token …` header, binary µ-law audio up, JSON results
-//! down — and "recognises" the offline speech codec
+//! `Authorization: Token …` header, binary audio up in the `encoding` and
+//! `sample_rate` the query names, JSON results down — and "recognises" the
+//! offline speech codec
 //! (`voice::offline::codec`): the words a test phone speaks are the words
 //! it transcribes. Timing follows the audio, not the wall clock (20 ms per
 //! 160-byte frame), so tests may send audio faster than real time:
@@ -19,6 +20,14 @@
 //!   broken stream), and so do 10 s without any message (1011
 //!   `NET-0001`).
 //!
+//! The audio is read as the query says: `encoding=mulaw` (one byte a
+//! sample, as Twilio sends it) or `encoding=linear16` (16-bit
+//! little-endian), at `sample_rate=8000` — the codec's telephone rate. A
+//! query without them, or with another format, is refused with 400 (as
+//! Deepgram refuses a bad query; raw audio needs both), so a client that
+//! sends one format and names another is caught. Every audio byte received
+//! is kept ([`FakeDeepgram::audio_received`]).
+//!
 //! Faults for the fault tests: refuse the handshake, drop the first socket
 //! without a close frame after some words, never finalize with
 //! `speech_final`, or hear but never transcribe.
@@ -33,7 +42,7 @@ use tokio_tungstenite::tungstenite::handshake::server::{ErrorResponse, Request, 
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 use tokio_tungstenite::tungstenite::protocol::CloseFrame;
 use tokio_tungstenite::tungstenite::Message;
-use voice::offline::codec::{decode_mulaw, Decoded, FRAME_SAMPLES_8K};
+use voice::offline::codec::{decode, decode_mulaw, from_bytes, Decoded, FRAME_SAMPLES_8K};
 
 /// How the fake behaves (shared by every socket it accepts).
 #[derive(Debug, Clone)]
@@ -87,6 +96,50 @@ pub struct FakeLog {
 struct Shared {
     behaviour: Mutex<FakeBehaviour>,
     log: Mutex<FakeLog>,
+    /// Every binary audio byte received, over all sockets, in order.
+    audio: Mutex<Vec<u8>>,
+}
+
+/// How a socket's audio is encoded (its query's `encoding`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Format {
+    /// G.711 µ-law, one byte a sample.
+    MuLaw,
+    /// 16-bit little-endian PCM.
+    Linear16,
+}
+
+impl Format {
+    fn bytes_per_sample(self) -> usize {
+        match self {
+            Format::MuLaw => 1,
+            Format::Linear16 => 2,
+        }
+    }
+}
+
+/// The audio format a `/v1/listen` query names; `Err` says why the fake
+/// cannot hear it.
+fn format_of(path_and_query: &str) -> Result<Format, String> {
+    let query = path_and_query.split_once('?').map_or("", |(_, q)| q);
+    let param = |name: &str| {
+        query
+            .split('&')
+            .filter_map(|kv| kv.split_once('='))
+            .find(|(k, _)| *k == name)
+            .map(|(_, v)| v)
+    };
+    let format = match param("encoding") {
+        Some("mulaw") => Format::MuLaw,
+        Some("linear16") => Format::Linear16,
+        Some(other) => return Err(format!("the fake hears mulaw or linear16, not {other:?}")),
+        None => return Err("raw audio needs an encoding".into()),
+    };
+    match param("sample_rate") {
+        Some("8000") => Ok(format),
+        Some(other) => Err(format!("the fake hears 8000 Hz, not {other:?}")),
+        None => Err("raw audio needs a sample_rate".into()),
+    }
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -109,6 +162,7 @@ impl FakeDeepgram {
         let shared = Arc::new(Shared {
             behaviour: Mutex::new(behaviour),
             log: Mutex::new(FakeLog::default()),
+            audio: Mutex::new(Vec::new()),
         });
         let conns = shared.clone();
         let listening = crate::fake::wire::listen(move |stream| serve(stream, conns.clone()));
@@ -133,6 +187,13 @@ impl FakeDeepgram {
         lock(&self.shared.log).clone()
     }
 
+    /// Every byte of binary audio received so far, over all sockets, in
+    /// order, as it came off the socket (audio sent again after a
+    /// reconnect appears again).
+    pub fn audio_received(&self) -> Vec<u8> {
+        lock(&self.shared.audio).clone()
+    }
+
     /// Change the behaviour for the sockets accepted from now on.
     pub fn set_behaviour(&self, b: FakeBehaviour) {
         *lock(&self.shared.behaviour) = b;
@@ -149,6 +210,8 @@ impl Drop for FakeDeepgram {
 #[allow(clippy::result_large_err)]
 async fn serve(stream: TcpStream, shared: Arc<Shared>) {
     let behaviour = lock(&shared.behaviour).clone();
+    // The audio format the accepted query names.
+    let audio_format = std::sync::OnceLock::new();
     let check = |req: &Request, resp: Response| -> Result<Response, ErrorResponse> {
         let refuse = |status: u16, why: &str| {
             let mut r = ErrorResponse::new(Some(why.to_string()));
@@ -177,6 +240,15 @@ async fn serve(stream: TcpStream, shared: Arc<Shared>) {
             lock(&shared.log).refused += 1;
             return refuse(401, "Invalid credentials.");
         }
+        match format_of(&path) {
+            Ok(f) => {
+                let _ = audio_format.set(f);
+            }
+            Err(why) => {
+                lock(&shared.log).refused += 1;
+                return refuse(400, &why);
+            }
+        }
         let mut log = lock(&shared.log);
         log.connections += 1;
         log.queries.push(path);
@@ -185,9 +257,13 @@ async fn serve(stream: TcpStream, shared: Arc<Shared>) {
     let Ok(ws) = tokio_tungstenite::accept_hdr_async(stream, check).await else {
         return;
     };
+    // Set by the handshake, which refuses a query without one.
+    let Some(&format) = audio_format.get() else {
+        return;
+    };
     let first_socket = lock(&shared.log).connections == 1;
     let (mut tx, mut rx) = ws.split();
-    let mut ear = Ear::new(behaviour.clone());
+    let mut ear = Ear::new(behaviour.clone(), format);
     let mut words_this_socket = 0usize;
     loop {
         let msg = match tokio::time::timeout(Duration::from_secs(10), rx.next()).await {
@@ -212,6 +288,7 @@ async fn serve(stream: TcpStream, shared: Arc<Shared>) {
                         log.empty_frames += 1;
                     }
                 }
+                lock(&shared.audio).extend_from_slice(&b);
                 if b.is_empty() {
                     let _ = tx
                         .send(Message::Close(Some(CloseFrame {
@@ -274,6 +351,7 @@ fn http_status(code: u16) -> Option<tokio_tungstenite::tungstenite::http::Status
 /// The fake's recogniser: codec words in, Deepgram messages out.
 struct Ear {
     b: FakeBehaviour,
+    format: Format,
     /// Audio time of this socket (s).
     t: f64,
     pending: Vec<u8>,
@@ -291,9 +369,10 @@ struct Ear {
 }
 
 impl Ear {
-    fn new(b: FakeBehaviour) -> Self {
+    fn new(b: FakeBehaviour, format: Format) -> Self {
         Ear {
             b,
+            format,
             t: 0.0,
             pending: Vec::new(),
             words: Vec::new(),
@@ -323,14 +402,19 @@ impl Ear {
     }
 
     /// Audio in; messages out and the words heard.
-    fn hear(&mut self, ulaw: &[u8]) -> (Vec<String>, Vec<String>) {
-        self.pending.extend_from_slice(ulaw);
+    fn hear(&mut self, audio: &[u8]) -> (Vec<String>, Vec<String>) {
+        self.pending.extend_from_slice(audio);
         let mut out = Vec::new();
         let mut heard = Vec::new();
-        while self.pending.len() >= FRAME_SAMPLES_8K {
-            let frame: Vec<u8> = self.pending.drain(..FRAME_SAMPLES_8K).collect();
+        let frame_bytes = FRAME_SAMPLES_8K * self.format.bytes_per_sample();
+        while self.pending.len() >= frame_bytes {
+            let frame: Vec<u8> = self.pending.drain(..frame_bytes).collect();
             self.t += 0.02;
-            match decode_mulaw(&frame) {
+            let decoded = match self.format {
+                Format::MuLaw => decode_mulaw(&frame),
+                Format::Linear16 => decode(&from_bytes(&frame)),
+            };
+            match decoded {
                 Decoded::Word(w) => {
                     heard.push(w.clone());
                     self.silence = 0.0;

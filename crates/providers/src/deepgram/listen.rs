@@ -24,15 +24,22 @@ pub const FINALIZE: &str = r#"{"type":"Finalize"}"#;
 /// Finish, send the remaining results and `Metadata`, then close.
 pub const CLOSE_STREAM: &str = r#"{"type":"CloseStream"}"#;
 
-/// The query of a live transcription socket.
+/// The `encoding` of the audio a live socket carries, always: the caller's
+/// G.711 µ-law, forwarded as it arrives from Twilio (other audio is
+/// encoded to it by [`super::stt::DeepgramStt`]).
+pub const ENCODING: &str = "mulaw";
+/// The `sample_rate` of the audio a live socket carries, always (the
+/// telephone's).
+pub const SAMPLE_RATE: u32 = 8000;
+
+/// The query of a live transcription socket. The audio's format is not an
+/// option: the socket always carries what it says it carries, 8 kHz µ-law
+/// ([`ENCODING`], [`SAMPLE_RATE`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ListenOptions {
     /// `nova-3` by default.
     pub model: String,
     pub language: String,
-    /// `mulaw`: Twilio's audio forwarded as it arrives.
-    pub encoding: String,
-    pub sample_rate: u32,
     /// Interim results (needed for `utterance_end_ms`, and for barge-in).
     pub interim_results: bool,
     /// Silence (ms) after which Deepgram finalizes with `speech_final`.
@@ -56,8 +63,6 @@ impl Default for ListenOptions {
         ListenOptions {
             model: "nova-3".into(),
             language: "en".into(),
-            encoding: "mulaw".into(),
-            sample_rate: 8000,
             interim_results: true,
             endpointing_ms: 500,
             utterance_end_ms: 1000,
@@ -89,8 +94,8 @@ impl ListenOptions {
         let mut q = vec![
             ("model", self.model.clone()),
             ("language", self.language.clone()),
-            ("encoding", self.encoding.clone()),
-            ("sample_rate", self.sample_rate.to_string()),
+            ("encoding", ENCODING.to_string()),
+            ("sample_rate", SAMPLE_RATE.to_string()),
             ("channels", "1".into()),
             ("interim_results", self.interim_results.to_string()),
             ("endpointing", self.endpointing_ms.to_string()),

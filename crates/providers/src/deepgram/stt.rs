@@ -1,8 +1,11 @@
 //! Deepgram as the pipeline's speech-to-text ([`voice::stages::stt::Stt`]).
 //!
-//! Caller audio arrives at the STT stage as PCM16 decoded from Twilio's
-//! µ-law; it is re-encoded to µ-law (exact: every sample is a µ-law level)
-//! and forwarded as Deepgram's binary frames — no resampling. Utterances
+//! The socket carries 8 kHz µ-law and says so (`encoding=mulaw`,
+//! `sample_rate=8000`: [`super::listen::ENCODING`]). Caller audio from a
+//! phone line reaches the STT stage as it left Twilio's socket, 8 kHz
+//! µ-law, and is forwarded as Deepgram's binary frames byte for byte —
+//! nothing decoded, nothing re-encoded. Other audio is made into 8 kHz
+//! µ-law first (PCM16 encoded; another rate resampled). Utterances
 //! and interim text come back from the socket task and enter the pipeline
 //! as transcripts; the VAD's "caller stopped" asks Deepgram to `Finalize`.
 //! When Deepgram becomes unusable for the call (a refused key, every
@@ -11,8 +14,10 @@
 //! audio Deepgram never answered to whoever hears the call next (a
 //! [`voice::stages::stt_fallback::FallbackStt`]); the call itself goes on.
 
+use super::listen::SAMPLE_RATE;
 use super::live::{self, LiveConfig, LiveEvent, LiveHandle};
 use super::utterances::Heard;
+use audio::resample::Resampler;
 use bytes::Bytes;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -33,6 +38,11 @@ pub struct DeepgramStt {
     /// Caller audio that arrived after the socket task was gone (before
     /// the failure was noticed): handed on after the task's own.
     late: Vec<u8>,
+    /// For caller audio at another rate than the socket's (not a phone
+    /// line's): its rate and the resampler that brings it to 8 kHz.
+    resampler: Option<(u32, Resampler)>,
+    /// An unusable rate was already logged.
+    warned: bool,
 }
 
 impl DeepgramStt {
@@ -44,7 +54,42 @@ impl DeepgramStt {
             failed: Arc::default(),
             lost: Arc::default(),
             late: Vec::new(),
+            resampler: None,
+            warned: false,
         }
+    }
+
+    /// `audio` as the socket carries it: 8 kHz µ-law. A phone line's audio
+    /// is that already and comes back as it is (the same bytes, not a
+    /// copy); PCM16 is encoded, another rate resampled (state kept across
+    /// frames). Audio at a rate the resampler does not take (not 8, 16 or
+    /// 24 kHz) is left out, and said once in the log.
+    fn for_the_socket(&mut self, audio: &Audio) -> Bytes {
+        match (audio.encoding, audio.rate) {
+            (Encoding::MuLaw, SAMPLE_RATE) => return audio.bytes.clone(),
+            (Encoding::Pcm16, SAMPLE_RATE) => {
+                return Bytes::from(audio::mulaw::encode_pcm16le(&audio.bytes))
+            }
+            _ => {}
+        }
+        if !matches!(&self.resampler, Some((rate, _)) if *rate == audio.rate) {
+            match Resampler::new(audio.rate, SAMPLE_RATE) {
+                Ok(r) => self.resampler = Some((audio.rate, r)),
+                Err(e) => {
+                    if !std::mem::replace(&mut self.warned, true) {
+                        tracing::warn!(rate = audio.rate, error = %e, "caller audio Deepgram cannot take; left out");
+                    }
+                    return Bytes::new();
+                }
+            }
+        }
+        let Some((_, r)) = self.resampler.as_mut() else {
+            return Bytes::new();
+        };
+        let pcm = audio.clone().into_pcm16();
+        let mut at8k = Vec::new();
+        r.process_pcm16le(&pcm.bytes, &mut at8k);
+        Bytes::from(audio::mulaw::encode_pcm16le(&at8k))
     }
 
     /// Set once Deepgram is unusable for this call.
@@ -103,11 +148,11 @@ impl Stt for DeepgramStt {
     }
 
     fn push_audio(&mut self, audio: &Audio) -> Vec<Transcript> {
+        if self.handle.is_none() {
+            return Vec::new();
+        }
+        let ulaw = self.for_the_socket(audio);
         if let Some(h) = &self.handle {
-            let ulaw = match audio.encoding {
-                Encoding::MuLaw => audio.bytes.clone(),
-                Encoding::Pcm16 => Bytes::from(audio::mulaw::encode_pcm16le(&audio.bytes)),
-            };
             if !h.audio(ulaw.clone()) && self.late.len() < LATE_LIMIT {
                 self.late.extend_from_slice(&ulaw);
             }

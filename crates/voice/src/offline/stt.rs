@@ -7,7 +7,8 @@ use crate::stages::vad::{SpeechDetector, VadEvent, VadParams};
 use audio::vad::VadHysteresis;
 use std::time::Duration;
 
-/// Splits PCM16 audio into 20 ms frames (keeping partial frames).
+/// Splits audio into 20 ms frames of samples (keeping partial frames);
+/// µ-law is decoded, PCM16 read as it is.
 ///
 /// Codec words start on a frame boundary, so the framer keeps in step with
 /// the speaker: a quiet stretch shorter than a frame that is followed by
@@ -22,11 +23,14 @@ struct Framer {
 
 impl Framer {
     fn frames(&mut self, audio: &Audio) -> Vec<Vec<i16>> {
-        if audio.encoding != Encoding::Pcm16 || audio.rate == 0 {
+        if audio.rate == 0 {
             return Vec::new();
         }
         let per = (audio.rate as usize / 50).max(4);
-        self.pending.extend(from_bytes(&audio.bytes));
+        match audio.encoding {
+            Encoding::Pcm16 => self.pending.extend(from_bytes(&audio.bytes)),
+            Encoding::MuLaw => audio::mulaw::decode(&audio.bytes, &mut self.pending),
+        }
         let mut out = Vec::new();
         loop {
             let quiet = self
@@ -220,6 +224,34 @@ mod tests {
         let mut heard = stt.push_audio(&pcm(&speech));
         heard.extend(stt.push_audio(&pcm(&[0; 8000])));
         assert_eq!(heard.last().map(|t| t.text.as_str()), Some("my AC stopped"));
+    }
+
+    #[test]
+    fn mulaw_is_heard_as_its_pcm16() {
+        let (speech, _) = super::super::codec::encode("my AC stopped", 8000, 15.0);
+        let mut line = speech.clone();
+        line.extend(std::iter::repeat_n(0, 8000));
+        let mut ulaw = Vec::new();
+        audio::mulaw::encode(&line, &mut ulaw);
+        let (mut by_pcm, mut by_ulaw) = (CodecStt::default(), CodecStt::default());
+        let (mut heard_pcm, mut heard_ulaw) = (Vec::new(), Vec::new());
+        let (mut vad_pcm, mut vad_ulaw) = (CodecDetector::default(), CodecDetector::default());
+        let (mut ev_pcm, mut ev_ulaw) = (Vec::new(), Vec::new());
+        for chunk in ulaw.chunks(160) {
+            let a = Audio::mulaw(chunk.to_vec(), 8000);
+            let p = a.clone().into_pcm16();
+            heard_ulaw.extend(by_ulaw.push_audio(&a));
+            heard_pcm.extend(by_pcm.push_audio(&p));
+            ev_ulaw.extend(vad_ulaw.process(&a));
+            ev_pcm.extend(vad_pcm.process(&p));
+        }
+        assert_eq!(
+            heard_ulaw.last().map(|t| (t.text.as_str(), t.is_final)),
+            Some(("my AC stopped", true))
+        );
+        assert_eq!(heard_ulaw, heard_pcm);
+        assert!(ev_ulaw.contains(&VadEvent::SpeechStarted), "{ev_ulaw:?}");
+        assert_eq!(ev_ulaw, ev_pcm);
     }
 
     #[test]

@@ -32,7 +32,7 @@
 //! [`MilestoneReporter`](crate::latency::MilestoneReporter).
 
 use crate::floor::Floor;
-use crate::frames::{Audio, ControlFrame, Data, Epoch, Frame, UtteranceId};
+use crate::frames::{Audio, ControlFrame, Data, Encoding, Epoch, Frame, UtteranceId};
 use crate::inbox::{ControlHandle, Receiver};
 use crate::latency::Milestone;
 use crate::pacing::PacingStats;
@@ -45,7 +45,10 @@ use tokio::time::Instant;
 
 /// Where agent audio goes.
 pub trait AudioSink: Send + 'static {
-    /// Send one frame of agent audio (PCM16) to the caller.
+    /// Send one frame of agent audio to the caller: PCM16, or µ-law when
+    /// the voice gave µ-law at the output rate (Deepgram Aura) — passed on
+    /// as the voice made it, so a µ-law line (Twilio) sends those bytes
+    /// and a sink that needs samples decodes ([`Audio::into_pcm16`]).
     fn play(&mut self, audio: &Audio, id: UtteranceId, epoch: Epoch);
     /// Drop what the far end has buffered (barge-in).
     fn clear(&mut self);
@@ -111,6 +114,7 @@ struct Current {
     bytes: Bytes,
     pos: usize,
     rate: u32,
+    encoding: Encoding,
 }
 
 /// Plays the output queue into a sink at real-time pace.
@@ -268,6 +272,7 @@ impl<S: AudioSink> Player<S> {
                         bytes: audio.bytes,
                         pos: 0,
                         rate: audio.rate,
+                        encoding: audio.encoding,
                     });
                 }
                 Data::SpeakEnd { id } => {
@@ -303,10 +308,22 @@ impl<S: AudioSink> Player<S> {
 
     fn play_one(&mut self) {
         let Some(cur) = self.cur.as_mut() else { return };
-        let per_frame =
-            ((u64::from(cur.rate) * self.frame.as_micros() as u64 / 1_000_000) as usize * 2).max(2);
+        // The audio goes to the sink in its own encoding (µ-law from a
+        // vendor that speaks it stays µ-law): whole samples of it.
+        let sample_bytes = match cur.encoding {
+            Encoding::Pcm16 => 2,
+            Encoding::MuLaw => 1,
+        };
+        let per_frame = ((u64::from(cur.rate) * self.frame.as_micros() as u64 / 1_000_000)
+            as usize
+            * sample_bytes)
+            .max(sample_bytes);
         let end = (cur.pos + per_frame).min(cur.bytes.len());
-        let chunk = Audio::pcm16(cur.bytes.slice(cur.pos..end), cur.rate);
+        let chunk = Audio {
+            bytes: cur.bytes.slice(cur.pos..end),
+            rate: cur.rate,
+            encoding: cur.encoding,
+        };
         cur.pos = end;
         let (id, epoch) = (cur.id, cur.epoch);
         if cur.pos >= cur.bytes.len() {

@@ -1,9 +1,12 @@
 //! Output resampling (SPEC §8.6): every agent audio frame whose rate is not
 //! the output rate is converted with a streaming resampler whose state is
 //! kept across the chunks of an utterance (seamless boundaries) and flushed
-//! at its end. Audio already at the output rate passes through untouched.
+//! at its end. Audio already at the output rate passes through untouched,
+//! in its own encoding: 8 kHz µ-law from a voice that speaks it (Deepgram
+//! Aura) reaches the sink as the voice made it, never decoded and encoded
+//! again. µ-law at another rate is decoded to be resampled (PCM16 out).
 
-use crate::frames::{Audio, ControlFrame, Data, Encoding, Frame, SystemFrame, UtteranceId};
+use crate::frames::{Audio, ControlFrame, Data, Frame, SystemFrame, UtteranceId};
 use crate::stage::{Ctx, Direction, Stage};
 use audio::resample::Resampler;
 use std::sync::Arc;
@@ -44,9 +47,8 @@ impl Stage for ResampleStage {
         match frame {
             Frame::System(SystemFrame::Interrupt { .. }) => self.current = None,
             Frame::Data(d) => match d.data {
-                Data::OutputAudio { id, audio }
-                    if audio.encoding == Encoding::Pcm16 && audio.rate != self.out_rate =>
-                {
+                Data::OutputAudio { id, audio } if audio.rate != self.out_rate => {
+                    let audio = audio.into_pcm16();
                     let fresh = !matches!(&self.current, Some((cid, rate, _)) if *cid == id && *rate == audio.rate);
                     if fresh {
                         self.flush(d.epoch, ctx);
@@ -73,6 +75,12 @@ impl Stage for ResampleStage {
                         }
                     }
                 }
+                Data::OutputAudio { id, audio } => {
+                    // At the output rate already: on as it is. What a
+                    // resampler still holds was said before it.
+                    self.flush(d.epoch, ctx);
+                    ctx.push(Frame::data(d.epoch, Data::OutputAudio { id, audio }));
+                }
                 Data::SpeakEnd { id } => {
                     if matches!(&self.current, Some((cid, _, _)) if *cid == id) {
                         self.flush(d.epoch, ctx);
@@ -86,8 +94,10 @@ impl Stage for ResampleStage {
     }
 }
 
-/// Input resampling: the caller's PCM16 audio to the rate the STT and VAD
-/// want (e.g. 8 kHz telephone audio to 16 kHz), state kept across frames.
+/// Input resampling: the caller's audio to the rate the STT and VAD want
+/// (e.g. 8 kHz telephone audio to 16 kHz), state kept across frames. Audio
+/// at that rate already goes on as it is (µ-law included); µ-law at
+/// another rate is decoded to be resampled (PCM16 out).
 pub struct InputResample {
     out_rate: u32,
     current: Option<(u32, Resampler)>,
@@ -111,7 +121,8 @@ impl Stage for InputResample {
     fn handle(&mut self, frame: Frame, dir: Direction, ctx: &mut Ctx<'_>) {
         match frame {
             Frame::Data(d) => match d.data {
-                Data::InputAudio(a) if a.encoding == Encoding::Pcm16 && a.rate != self.out_rate => {
+                Data::InputAudio(a) if a.rate != self.out_rate => {
+                    let a = a.into_pcm16();
                     if !matches!(&self.current, Some((rate, _)) if *rate == a.rate) {
                         match Resampler::new(a.rate, self.out_rate) {
                             Ok(r) => self.current = Some((a.rate, r)),
@@ -140,5 +151,115 @@ impl Stage for InputResample {
             },
             f => ctx.pass(f, dir),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::frames::Encoding;
+    use crate::Pipeline;
+    use std::time::Duration;
+
+    /// `frames` of utterance 1 (then its end) through a resample stage to
+    /// 8 kHz: the audio that came out, in order.
+    async fn resampled(frames: Vec<Audio>) -> Vec<Audio> {
+        let mut p = Pipeline::builder()
+            .stage(ResampleStage::new(8000))
+            .tail(1024)
+            .build();
+        let tx = p.input().unwrap().clone();
+        for audio in frames {
+            tx.send(Frame::data(0, Data::OutputAudio { id: 1, audio }))
+                .await
+                .unwrap();
+        }
+        tx.send(Frame::data(0, Data::SpeakEnd { id: 1 }))
+            .await
+            .unwrap();
+        drop(tx);
+        p.end(Duration::from_secs(5)).await;
+        let tail = p.tail().unwrap();
+        let mut out = Vec::new();
+        while let Some(f) = tail.recv().await {
+            match f {
+                Frame::Data(d) => {
+                    if let Data::OutputAudio { audio, .. } = d.data {
+                        out.push(audio);
+                    }
+                }
+                Frame::Control(ControlFrame::End) => break,
+                _ => {}
+            }
+        }
+        out
+    }
+
+    fn tone(n: usize) -> Vec<i16> {
+        (0..n).map(|i| ((i % 40) as i16 - 20) * 500).collect()
+    }
+
+    fn pcm_bytes(samples: &[i16]) -> Vec<u8> {
+        samples.iter().flat_map(|s| s.to_le_bytes()).collect()
+    }
+
+    #[tokio::test]
+    async fn mulaw_at_the_output_rate_passes_untouched() {
+        let frames: Vec<Audio> = (0..4u8)
+            .map(|k| Audio::mulaw((0..=255u8).map(|b| b ^ k).collect::<Vec<_>>(), 8000))
+            .collect();
+        let out = resampled(frames.clone()).await;
+        assert_eq!(out, frames, "the same bytes, still µ-law, in order");
+    }
+
+    #[tokio::test]
+    async fn pcm16_at_the_output_rate_passes_untouched() {
+        let frames = vec![Audio::pcm16(pcm_bytes(&tone(160)), 8000)];
+        assert_eq!(resampled(frames.clone()).await, frames);
+    }
+
+    #[tokio::test]
+    async fn other_rates_are_resampled_to_pcm16_whatever_their_encoding() {
+        for enc in [Encoding::Pcm16, Encoding::MuLaw] {
+            // One second at 16 kHz, in 20 ms frames.
+            let frames: Vec<Audio> = tone(16_000)
+                .chunks(320)
+                .map(|c| {
+                    let a = Audio::pcm16(pcm_bytes(c), 16_000);
+                    match enc {
+                        Encoding::Pcm16 => a,
+                        Encoding::MuLaw => {
+                            let mut ulaw = Vec::new();
+                            audio::mulaw::encode(c, &mut ulaw);
+                            Audio::mulaw(ulaw, 16_000)
+                        }
+                    }
+                })
+                .collect();
+            let out = resampled(frames).await;
+            assert!(out
+                .iter()
+                .all(|a| a.encoding == Encoding::Pcm16 && a.rate == 8000));
+            let total: Duration = out.iter().map(Audio::duration).sum();
+            assert!(
+                total.abs_diff(Duration::from_secs(1)) < Duration::from_millis(20),
+                "{enc:?}: {total:?}"
+            );
+        }
+    }
+
+    #[tokio::test]
+    async fn what_a_resampler_holds_plays_before_audio_that_needs_none() {
+        // A voice switch mid-utterance (24 kHz PCM16, then 8 kHz µ-law):
+        // the resampled audio, tail included, comes first.
+        let first = Audio::pcm16(pcm_bytes(&tone(2400)), 24_000);
+        let second = Audio::mulaw(vec![0x55u8; 160], 8000);
+        let out = resampled(vec![first, second.clone()]).await;
+        assert_eq!(out.last(), Some(&second), "{out:?}");
+        let before: Duration = out[..out.len() - 1].iter().map(Audio::duration).sum();
+        assert!(
+            before.abs_diff(Duration::from_millis(100)) < Duration::from_millis(10),
+            "{before:?}"
+        );
     }
 }

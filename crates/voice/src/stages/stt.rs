@@ -2,6 +2,12 @@
 //! returned from [`Stt::push_audio`]; a streaming vendor keeps the
 //! [`TranscriptOut`] given at start and sends results from its own task.
 //! Caller audio ends here (nothing after the STT needs it).
+//!
+//! Caller audio reaches the STT in the encoding it arrived in (the VAD
+//! stage decodes only for its detector): 8 kHz µ-law from a phone line,
+//! PCM16 from elsewhere. Every engine takes both — one that streams µ-law
+//! to a vendor forwards the bytes as they are, one that needs samples
+//! decodes them ([`Audio::into_pcm16`]).
 
 use crate::frames::{Audio, Data, Frame, SystemFrame};
 use crate::inbox::Sender;
@@ -61,7 +67,8 @@ pub struct Lost {
 pub trait Stt: Send + 'static {
     /// The pipeline started; streaming vendors keep `out`.
     fn start(&mut self, _out: TranscriptOut) {}
-    /// Caller audio (PCM16); results available right away.
+    /// Caller audio, µ-law or PCM16 (see the module's notes); results
+    /// available right away.
     fn push_audio(&mut self, audio: &Audio) -> Vec<Transcript>;
     /// The call is ending.
     fn finish(&mut self) -> Vec<Transcript> {

@@ -108,7 +108,8 @@ async fn paced_pump(
 /// One event of a synthesis.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum TtsEvent {
-    /// Audio (PCM16 at any supported rate).
+    /// Audio: PCM16 at any supported rate, or µ-law (a voice that speaks
+    /// it, like Deepgram Aura at 8 kHz: passed on to the sink as it is).
     Audio(Audio),
     /// A word starts at this offset from the start of this request's audio.
     Word(WordTiming),

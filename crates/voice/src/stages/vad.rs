@@ -2,8 +2,11 @@
 //! into speech-started / speech-stopped events (with hysteresis), which this
 //! stage sends downstream as [`ControlFrame::UserStartedSpeaking`] /
 //! [`ControlFrame::UserStoppedSpeaking`] right after the audio that caused
-//! them. Caller audio in µ-law (as Twilio sends it) is decoded to PCM16
-//! here and goes on as PCM16.
+//! them. The detector hears PCM16 (µ-law, as Twilio sends it, is decoded
+//! for it here); the caller's audio itself goes on to the STT in the
+//! encoding it arrived in, byte for byte, so a vendor that takes µ-law
+//! (Deepgram live) gets the socket's bytes and an engine that needs
+//! samples decodes them itself.
 
 use crate::frames::{Audio, ControlFrame, Data, Encoding, Frame};
 use crate::stage::{Ctx, Direction, Stage};
@@ -11,7 +14,8 @@ pub use audio::vad::{VadEvent, VadParams};
 
 /// Audio in, speaking-state changes out.
 pub trait SpeechDetector: Send + 'static {
-    /// Analyse one chunk of caller audio (PCM16); the events it causes.
+    /// Analyse one chunk of caller audio (PCM16: the VAD stage decodes
+    /// µ-law for the detector); the events it causes.
     fn process(&mut self, audio: &Audio) -> Vec<VadEvent>;
     /// Forget partial state.
     fn reset(&mut self) {}
@@ -59,18 +63,15 @@ impl<D: SpeechDetector> Stage for VadStage<D> {
         "vad"
     }
     fn handle(&mut self, frame: Frame, dir: Direction, ctx: &mut Ctx<'_>) {
-        // µ-law (as Twilio sends it) is decoded here rather than in a stage
-        // of its own: one task hop less for every 20 ms of every call.
-        let frame = match frame {
-            Frame::Data(d) => match d.data {
-                Data::InputAudio(a) => Frame::data(d.epoch, Data::InputAudio(a.into_pcm16())),
-                data => Frame::data(d.epoch, data),
-            },
-            f => f,
-        };
+        // The detector needs samples: µ-law is decoded for it here (one
+        // task hop less than a stage of its own), but the frame goes on as
+        // it came — the STT decides what it needs.
         let events = match &frame {
             Frame::Data(d) => match &d.data {
-                Data::InputAudio(a) => self.detector.process(a),
+                Data::InputAudio(a) => match a.encoding {
+                    Encoding::Pcm16 => self.detector.process(a),
+                    Encoding::MuLaw => self.detector.process(&a.clone().into_pcm16()),
+                },
                 _ => Vec::new(),
             },
             _ => Vec::new(),
@@ -118,30 +119,22 @@ mod tests {
         }
     }
 
-    #[tokio::test]
-    async fn mulaw_is_decoded_before_the_detector_and_goes_on_as_pcm16() {
+    /// Runs `input` through a VAD stage whose detector is [`Seen`]: what
+    /// the detector saw, the audio that went on, and how many times the
+    /// caller started speaking.
+    async fn through_vad(input: Vec<Audio>) -> (Vec<Audio>, Vec<Audio>, usize) {
         let seen = Arc::new(Mutex::new(Vec::new()));
         let mut p = Pipeline::builder()
             .stage(VadStage::new(Seen(seen.clone())))
             .tail(16)
             .build();
-        let pcm: Vec<i16> = (0..160)
-            .map(|i| if i % 2 == 0 { 8000 } else { -8000 })
-            .collect();
-        let mut ulaw = Vec::new();
-        audio::mulaw::encode(&pcm, &mut ulaw);
-        let input = p.input().unwrap().clone();
-        input
-            .send(Frame::input_audio(Audio::mulaw(ulaw.clone(), 8000)))
-            .await
-            .unwrap();
-        drop(input);
+        let tx = p.input().unwrap().clone();
+        for a in input {
+            tx.send(Frame::input_audio(a)).await.unwrap();
+        }
+        drop(tx);
         p.end(Duration::from_secs(5)).await;
-        let want = audio::mulaw::decode_to_pcm16le(&ulaw);
         let seen = seen.lock().unwrap().clone();
-        assert_eq!(seen.len(), 1);
-        assert_eq!(seen[0].encoding, Encoding::Pcm16);
-        assert_eq!(seen[0].bytes, want);
         let tail = p.tail().unwrap();
         let mut audio_out = Vec::new();
         let mut started = 0;
@@ -157,9 +150,41 @@ mod tests {
                 _ => {}
             }
         }
-        assert_eq!(audio_out.len(), 1);
-        assert_eq!(audio_out[0].encoding, Encoding::Pcm16);
-        assert_eq!(audio_out[0].bytes, want);
+        (seen, audio_out, started)
+    }
+
+    fn loud_pcm() -> Vec<i16> {
+        (0..160)
+            .map(|i| if i % 2 == 0 { 8000 } else { -8000 })
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn mulaw_is_decoded_for_the_detector_and_goes_on_as_it_arrived() {
+        let mut ulaw = Vec::new();
+        audio::mulaw::encode(&loud_pcm(), &mut ulaw);
+        // Every byte value, so no byte could be "normalised" on the way.
+        ulaw.extend(0..=255u8);
+        let sent = Audio::mulaw(ulaw.clone(), 8000);
+        let (seen, out, started) = through_vad(vec![sent.clone()]).await;
+        assert_eq!(seen.len(), 1);
+        assert_eq!(seen[0].encoding, Encoding::Pcm16);
+        assert_eq!(seen[0].rate, 8000);
+        assert_eq!(seen[0].bytes, audio::mulaw::decode_to_pcm16le(&ulaw));
+        // The STT gets the socket's bytes, untouched.
+        assert_eq!(out, vec![sent]);
+        assert_eq!(out[0].encoding, Encoding::MuLaw);
+        assert_eq!(out[0].bytes, ulaw);
         assert_eq!(started, 1, "the decoded audio drove the detector");
+    }
+
+    #[tokio::test]
+    async fn pcm16_reaches_the_detector_and_goes_on_untouched() {
+        let pcm: Vec<u8> = loud_pcm().iter().flat_map(|s| s.to_le_bytes()).collect();
+        let sent = Audio::pcm16(pcm, 16_000);
+        let (seen, out, started) = through_vad(vec![sent.clone()]).await;
+        assert_eq!(seen, vec![sent.clone()]);
+        assert_eq!(out, vec![sent]);
+        assert_eq!(started, 1);
     }
 }

@@ -1,7 +1,7 @@
 //! The caller's ear: an [`AudioSink`] that records every frame played (with
 //! its time, utterance and epoch) and decodes the words heard.
 
-use crate::frames::{Audio, Epoch, UtteranceId};
+use crate::frames::{Audio, Encoding, Epoch, UtteranceId};
 use crate::offline::codec::{decode, from_bytes, Decoded};
 use crate::stages::output::AudioSink;
 use std::sync::{Arc, Mutex};
@@ -71,7 +71,16 @@ impl Ear {
 
 impl AudioSink for Ear {
     fn play(&mut self, audio: &Audio, id: UtteranceId, epoch: Epoch) {
-        let word = match decode(&from_bytes(&audio.bytes)) {
+        // A µ-law voice's audio reaches the sink as µ-law: decoded here.
+        let samples = match audio.encoding {
+            Encoding::Pcm16 => from_bytes(&audio.bytes),
+            Encoding::MuLaw => {
+                let mut s = Vec::with_capacity(audio.bytes.len());
+                audio::mulaw::decode(&audio.bytes, &mut s);
+                s
+            }
+        };
+        let word = match decode(&samples) {
             Decoded::Word(w) => Some(w),
             _ => None,
         };
