@@ -21,11 +21,9 @@ use crate::session::AdkCall;
 use serde_json::Value;
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::Duration;
 use voice::accountant::{Accountant, Outcome};
 use voice::floor::{Floor, MuteReason};
 use voice::frames::{ControlFrame, Custom, Data, Frame, SystemFrame, UtteranceId};
-use voice::history::MsgId;
 use voice::observe::Observation;
 use voice::stages::llm::LlmReply;
 use voice::{Ctx, Direction, Stage};
@@ -224,56 +222,38 @@ impl Stage for AdkConversation {
                 }
                 data => ctx.push(Frame::data(d.epoch, data)),
             },
-            Frame::Control(c) if dir == Direction::Upstream => match c {
-                ControlFrame::SpeechSynthesized { id, text, words } => {
-                    if let Some(r) = self.replies.get_mut(&id).filter(|r| !r.queued) {
-                        r.queued = true;
-                        self.accountant.queue(MsgId(id), "");
-                    }
-                    self.accountant.extend_text(MsgId(id), &text, &words);
-                }
-                ControlFrame::SynthesisDone { id, total } => {
-                    self.accountant.set_total_audio(MsgId(id), total);
-                }
-                ControlFrame::SynthesisCut { id, start, spoken } => {
-                    self.accountant.cut_sentence(MsgId(id), start, spoken);
-                }
-                ControlFrame::UtteranceStarted { id } => {
-                    let o = self.accountant.played(MsgId(id), Duration::ZERO);
-                    self.outcomes(o);
-                }
-                ControlFrame::UtteranceProgress { id, played } => {
-                    let o = self.accountant.played(MsgId(id), played);
-                    self.outcomes(o);
-                }
-                ControlFrame::UtteranceFinished { id } => {
-                    let o = self.accountant.finished(MsgId(id));
-                    self.outcomes(o);
-                }
-                ControlFrame::PlaybackInterrupted { id, played } => {
-                    if let Some(id) = id {
-                        let o = self.accountant.played(MsgId(id), played);
-                        self.outcomes(o);
-                    }
-                    let o = self.accountant.interrupt();
-                    self.outcomes(o);
-                }
-                ControlFrame::LlmReply(reply) => {
-                    self.reply_ended(&reply);
-                    self.ask_held(ctx);
-                }
-                ControlFrame::LlmToolCall(call) => ctx.observe(Observation::Tool {
-                    name: call.name.clone(),
-                    finished: false,
-                }),
-                ControlFrame::LlmToolResult(done) => ctx.observe(Observation::Tool {
-                    name: done.name.clone(),
-                    finished: true,
-                }),
-                // The turn stage above reads the floor, not these.
-                _ => {}
-            },
+            Frame::Control(c) if dir == Direction::Upstream => {
+                let replies = &mut self.replies;
+                let ended = self.accountant.observe(&c, |id| {
+                    let wanted = replies.get_mut(&id).filter(|r| !r.queued);
+                    wanted.map(|r| r.queued = true).is_some()
+                });
+                self.outcomes(ended);
+                self.upstream(c, ctx);
+            }
             f => ctx.pass(f, dir),
+        }
+    }
+}
+
+impl AdkConversation {
+    /// A control frame from below, after the accountant took it in.
+    fn upstream(&mut self, c: ControlFrame, ctx: &mut Ctx<'_>) {
+        match c {
+            ControlFrame::LlmReply(reply) => {
+                self.reply_ended(&reply);
+                self.ask_held(ctx);
+            }
+            ControlFrame::LlmToolCall(call) => ctx.observe(Observation::Tool {
+                name: call.name.clone(),
+                finished: false,
+            }),
+            ControlFrame::LlmToolResult(done) => ctx.observe(Observation::Tool {
+                name: done.name.clone(),
+                finished: true,
+            }),
+            // The turn stage above reads the floor, not these.
+            _ => {}
         }
     }
 }

@@ -186,6 +186,59 @@ impl Accountant {
         }
     }
 
+    /// Take in what the TTS stage and the player report upstream about the
+    /// agent's audio, and return the utterances that ended with it (played
+    /// to the end, or cut off):
+    ///
+    /// - `SpeechSynthesized`: the utterance's text grows. At its first
+    ///   text, `queue_first(id)` says whether to queue it (the brain knows
+    ///   whether it still wants the line);
+    /// - `SynthesisDone`, `SynthesisCut`: its whole audio, a sentence cut
+    ///   short;
+    /// - `UtteranceStarted`, `UtteranceProgress`, `UtteranceFinished`: how
+    ///   much of it played;
+    /// - `PlaybackInterrupted`: the caller barged in; what was playing ends
+    ///   as far as it played, and everything queued is cut off.
+    ///
+    /// Any other frame: nothing. Every brain stage on the telephone
+    /// ([`crate::telephone`]) accounts for its lines this way.
+    pub fn observe(
+        &mut self,
+        frame: &crate::frames::ControlFrame,
+        queue_first: impl FnOnce(crate::frames::UtteranceId) -> bool,
+    ) -> Vec<Outcome> {
+        use crate::frames::ControlFrame as C;
+        match frame {
+            C::SpeechSynthesized { id, text, words } => {
+                if self.find(MsgId(*id)).is_none() && queue_first(*id) {
+                    self.queue(MsgId(*id), "");
+                }
+                self.extend_text(MsgId(*id), text, words);
+                Vec::new()
+            }
+            C::SynthesisDone { id, total } => {
+                self.set_total_audio(MsgId(*id), *total);
+                Vec::new()
+            }
+            C::SynthesisCut { id, start, spoken } => {
+                self.cut_sentence(MsgId(*id), *start, *spoken);
+                Vec::new()
+            }
+            C::UtteranceStarted { id } => self.played(MsgId(*id), Duration::ZERO),
+            C::UtteranceProgress { id, played } => self.played(MsgId(*id), *played),
+            C::UtteranceFinished { id } => self.finished(MsgId(*id)),
+            C::PlaybackInterrupted { id, played } => {
+                let mut out = match id {
+                    Some(id) => self.played(MsgId(*id), *played),
+                    None => Vec::new(),
+                };
+                out.extend(self.interrupt());
+                out
+            }
+            _ => Vec::new(),
+        }
+    }
+
     /// Queue an utterance for speech, after everything queued before. An id
     /// that is already queued or playing is ignored.
     pub fn queue(&mut self, msg_id: MsgId, text: impl Into<String>) {
@@ -497,6 +550,49 @@ fn prefix_of_chars(text: &str, chars: usize) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn observing_the_upstream_frames_accounts_for_a_line() {
+        use crate::frames::ControlFrame as C;
+        let mut a = Accountant::default();
+        let said = |id: u64, text: &str| C::SpeechSynthesized {
+            id,
+            text: text.into(),
+            words: Vec::new().into(),
+        };
+        // The brain no longer wants line 2: it is never queued.
+        assert!(a.observe(&said(1, "Hello there."), |_| true).is_empty());
+        assert!(a.observe(&said(2, "Unwanted."), |_| false).is_empty());
+        assert!(a.state(MsgId(2)).is_none());
+        // Asked only at the first text.
+        assert!(a
+            .observe(&said(1, "How can I help?"), |_| panic!("asked twice"))
+            .is_empty());
+        let total = Duration::from_secs(2);
+        a.observe(&C::SynthesisDone { id: 1, total }, |_| true);
+        assert!(a
+            .observe(&C::UtteranceStarted { id: 1 }, |_| true)
+            .is_empty());
+        let cut = a.observe(
+            &C::PlaybackInterrupted {
+                id: Some(1),
+                played: Duration::from_secs(1),
+            },
+            |_| true,
+        );
+        assert_eq!(cut.len(), 1, "{cut:?}");
+        assert!(
+            matches!(&cut[0], Outcome::Interrupted { msg_id, heard_text }
+            if *msg_id == MsgId(1) && heard_text.starts_with("Hello"))
+        );
+        // A line played to its end.
+        a.observe(&said(3, "Bye."), |_| true);
+        a.observe(&C::UtteranceStarted { id: 3 }, |_| true);
+        let done = a.observe(&C::UtteranceFinished { id: 3 }, |_| true);
+        assert!(matches!(done.as_slice(), [Outcome::Done { msg_id, .. }] if *msg_id == MsgId(3)));
+        // Anything else: nothing.
+        assert!(a.observe(&C::BotStoppedSpeaking, |_| true).is_empty());
+    }
 
     #[test]
     fn streamed_text_is_accounted_sentence_by_sentence() {

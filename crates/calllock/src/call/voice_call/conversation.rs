@@ -619,89 +619,81 @@ impl Stage for ConversationStage {
                 self.feed(Input::CallerStopped, ctx);
                 ctx.pass(f, dir);
             }
-            Frame::Control(c) if dir == Direction::Upstream => match c {
-                ControlFrame::SpeechSynthesized { id, text, words } => {
-                    if let Some(u) = self.utts.get_mut(&id).filter(|u| !u.queued && !u.ended) {
-                        u.queued = true;
-                        self.accountant.queue(MsgId(id), "");
-                    }
-                    self.accountant.extend_text(MsgId(id), &text, &words);
-                }
-                ControlFrame::SynthesisDone { id, total } => {
-                    self.accountant.set_total_audio(MsgId(id), total);
-                }
-                ControlFrame::SynthesisCut { id, start, spoken } => {
-                    self.accountant.cut_sentence(MsgId(id), start, spoken);
-                }
-                ControlFrame::Milestone { id, milestone, at } => {
-                    if milestone == voice::latency::Milestone::LlmFirstToken {
-                        // The reply has begun: no filler for this turn.
-                        self.feed(Input::ReplyStarted, ctx);
-                    }
-                    let done = self.clocks.milestone(id, milestone, at);
-                    self.turn_measured(done);
-                }
-                ControlFrame::UtteranceStarted { id } => {
-                    self.append(Event::SpeechStarted { msg_id: MsgId(id) });
-                    let o = self.accountant.played(MsgId(id), Duration::ZERO);
-                    self.outcomes(o, ctx);
-                    // A new line is audible: the turn's filler is not needed.
-                    self.feed(Input::ReplyStarted, ctx);
-                    self.feed(Input::BotSpeaking, ctx);
-                }
-                ControlFrame::UtteranceProgress { id, played } => {
-                    let o = self.accountant.played(MsgId(id), played);
-                    self.outcomes(o, ctx);
-                    self.feed(Input::BotSpeaking, ctx);
-                }
-                ControlFrame::UtteranceFinished { id } => {
-                    let o = self.accountant.finished(MsgId(id));
-                    self.outcomes(o, ctx);
-                }
-                ControlFrame::PlaybackInterrupted { id, played } => {
-                    if let Some(id) = id {
-                        let o = self.accountant.played(MsgId(id), played);
-                        self.outcomes(o, ctx);
-                    }
-                    let o = self.accountant.interrupt();
-                    self.outcomes(o, ctx);
-                    let epoch = ctx.epoch();
-                    self.cut_unplayed(epoch, ctx);
-                }
-                ControlFrame::BotStoppedSpeaking if self.accountant.is_idle() => {
-                    self.feed(Input::BotStoppedSpeaking, ctx);
-                }
-                ControlFrame::Custom(c) => {
-                    if let Some(bg) = c
-                        .get::<BgDone>()
-                        .and_then(|b| b.0.lock().ok().and_then(|mut g| g.take()))
-                    {
-                        self.background(bg, ctx);
-                    }
-                }
-                ControlFrame::LlmReply(reply) => self.llm_reply(&reply, ctx),
-                ControlFrame::LlmToolCall(call) => {
-                    // Tools are chosen by the state machine, never by the
-                    // LLM; a tool call from the model is recorded and
-                    // refused.
-                    let call_id = self.log.next_tool_call_id();
-                    self.append(Event::ToolCalled {
-                        call_id,
-                        name: call.name.clone(),
-                        args: call.arguments.clone(),
-                    });
-                    self.append(Event::ToolFinished {
-                        call_id,
-                        result: "refused: tools are chosen by the state machine".into(),
-                        outcome: ToolOutcome::Failed,
-                    });
-                }
-                ControlFrame::Error { stage, message } => {
-                    tracing::warn!(stage, %message, "pipeline error");
-                }
-                _ => {}
-            },
+            Frame::Control(c) if dir == Direction::Upstream => {
+                let utts = &mut self.utts;
+                let ended = self.accountant.observe(&c, |id| {
+                    let wanted = utts.get_mut(&id).filter(|u| !u.queued && !u.ended);
+                    wanted.map(|u| u.queued = true).is_some()
+                });
+                self.upstream(c, ended, ctx);
+            }
             f => ctx.pass(f, dir),
+        }
+    }
+}
+
+impl ConversationStage {
+    /// A control frame from below, after the accountant took it in
+    /// (`ended`: the utterances it settled).
+    fn upstream(&mut self, c: ControlFrame, ended: Vec<Outcome>, ctx: &mut Ctx<'_>) {
+        match c {
+            ControlFrame::Milestone { id, milestone, at } => {
+                if milestone == voice::latency::Milestone::LlmFirstToken {
+                    // The reply has begun: no filler for this turn.
+                    self.feed(Input::ReplyStarted, ctx);
+                }
+                let done = self.clocks.milestone(id, milestone, at);
+                self.turn_measured(done);
+            }
+            ControlFrame::UtteranceStarted { id } => {
+                self.append(Event::SpeechStarted { msg_id: MsgId(id) });
+                self.outcomes(ended, ctx);
+                // A new line is audible: the turn's filler is not needed.
+                self.feed(Input::ReplyStarted, ctx);
+                self.feed(Input::BotSpeaking, ctx);
+            }
+            ControlFrame::UtteranceProgress { .. } => {
+                self.outcomes(ended, ctx);
+                self.feed(Input::BotSpeaking, ctx);
+            }
+            ControlFrame::UtteranceFinished { .. } => self.outcomes(ended, ctx),
+            ControlFrame::PlaybackInterrupted { .. } => {
+                self.outcomes(ended, ctx);
+                let epoch = ctx.epoch();
+                self.cut_unplayed(epoch, ctx);
+            }
+            ControlFrame::BotStoppedSpeaking if self.accountant.is_idle() => {
+                self.feed(Input::BotStoppedSpeaking, ctx);
+            }
+            ControlFrame::Custom(c) => {
+                if let Some(bg) = c
+                    .get::<BgDone>()
+                    .and_then(|b| b.0.lock().ok().and_then(|mut g| g.take()))
+                {
+                    self.background(bg, ctx);
+                }
+            }
+            ControlFrame::LlmReply(reply) => self.llm_reply(&reply, ctx),
+            ControlFrame::LlmToolCall(call) => {
+                // Tools are chosen by the state machine, never by the
+                // LLM; a tool call from the model is recorded and
+                // refused.
+                let call_id = self.log.next_tool_call_id();
+                self.append(Event::ToolCalled {
+                    call_id,
+                    name: call.name.clone(),
+                    args: call.arguments.clone(),
+                });
+                self.append(Event::ToolFinished {
+                    call_id,
+                    result: "refused: tools are chosen by the state machine".into(),
+                    outcome: ToolOutcome::Failed,
+                });
+            }
+            ControlFrame::Error { stage, message } => {
+                tracing::warn!(stage, %message, "pipeline error");
+            }
+            _ => {}
         }
     }
 }
