@@ -42,18 +42,13 @@ proptest! {
         let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
         let report = rt.block_on(async move {
             let vad = audio::vad::Vad::new(audio::vad::VadParams::default(), 16_000).unwrap();
-            let mut p = Pipeline::builder()
+            let p = Pipeline::builder()
                 .stage(MuLawDecode)
                 .stage(InputResample::new(16_000))
                 .stage(VadStage::new(vad))
                 .stage(SttStage::new(MockStt::default()))
                 .build();
-            let input = p.input().unwrap().clone();
-            for a in frames {
-                input.send(Frame::input_audio(a)).await.unwrap();
-            }
-            drop(input);
-            p.end(Duration::from_secs(10)).await
+            feed_and_end(p, frames).await
         });
         prop_assert!(report.graceful, "{report:?}");
     }
@@ -70,17 +65,22 @@ proptest! {
             } else {
                 Box::new(audio::vad::Vad::new(audio::vad::VadParams::default(), 8000).unwrap())
             };
-            let mut p = Pipeline::builder()
+            let p = Pipeline::builder()
                 .stage(VadStage::new(detector))
                 .stage(SttStage::new(MockStt::default()))
                 .build();
-            let input = p.input().unwrap().clone();
-            for a in frames {
-                input.send(Frame::input_audio(a)).await.unwrap();
-            }
-            drop(input);
-            p.end(Duration::from_secs(10)).await
+            feed_and_end(p, frames).await
         });
         prop_assert!(report.graceful, "{report:?}");
     }
+}
+
+/// Send every frame as caller audio, hang up, and end the pipeline.
+async fn feed_and_end(mut p: Pipeline, frames: Vec<Audio>) -> voice::StopReport {
+    let input = p.input().unwrap().clone();
+    for a in frames {
+        input.send(Frame::input_audio(a)).await.unwrap();
+    }
+    drop(input);
+    p.end(Duration::from_secs(10)).await
 }
