@@ -976,7 +976,7 @@ impl Driver {
                             text: self.next_reply(),
                         });
                     }
-                    Effect::Speak { canned, text } => {
+                    Effect::Speak { canned, text, .. } => {
                         prop_assert!(!text.trim().is_empty(), "empty line spoken: {:?}", canned);
                         if *canned == Canned::ScopedReply {
                             prop_assert!(
@@ -1009,7 +1009,7 @@ impl Driver {
                             self.owed = Some(*to);
                         }
                     }
-                    Effect::ToLlm { text } | Effect::ContextUserAppend { text } => {
+                    Effect::ToLlm { text, .. } | Effect::ContextUserAppend { text } => {
                         prop_assert!(!text.trim().is_empty(), "empty caller turn: {:?}", e);
                         prop_assert_eq!(text.trim(), text.as_str());
                     }
@@ -1411,7 +1411,7 @@ proptest! {
         let to_llm: Vec<&String> = flushed
             .iter()
             .filter_map(|e| match e {
-                Effect::ToLlm { text } => Some(text),
+                Effect::ToLlm { text, .. } => Some(text),
                 _ => None,
             })
             .collect();

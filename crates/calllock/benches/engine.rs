@@ -423,11 +423,9 @@ fn engine_for(cfg: &Config, case: &Case) -> Engine {
         cfg.business.clone(),
         cfg.engine.engine_config(),
     );
-    let mut ctx = vec![engine.llm_messages()[0].clone()];
-    ctx.extend(case.context.iter().cloned());
-    engine.set_context(ctx);
-    // Moves the capture cursor to the end (re-logs the agent lines into this
-    // throw-away session; harmless for timing).
+    engine.seed_context(case.context.clone(), case.now);
+    // Captures the seeded agent lines (re-logs them into this throw-away
+    // session; harmless for timing).
     let _ = engine.handle(Input::CaptureAgentResponses, case.now);
     engine
 }

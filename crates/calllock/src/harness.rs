@@ -24,13 +24,13 @@ use crate::call::voice_call::{start_call, CallOutcome, CallParts, RunningCall};
 use agent::backend::{Backend, ToolCall};
 use agent::engine::{Engine, EngineConfig};
 use agent::profile::BusinessProfile;
-use agent::responder::{ChatRole, Responder, ScriptedResponder, TurnRequest};
+use agent::responder::{ChatMessage, Responder, ScriptedResponder, TurnRequest};
 use agent::session::Session;
 use serde_json::Value;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::time::Instant;
-use voice::history::{AgentSource, Event, Role as LogRole};
+use voice::history::{AgentSource, Event};
 use voice::stages::turn::BargeInRules;
 pub use voice::testkit::Heard;
 use voice::testkit::{
@@ -417,7 +417,7 @@ impl Report {
             return v;
         };
         // 2. Every tool call finished or cancelled.
-        let open = out.log.open_tool_calls();
+        let open = out.log().open_tool_calls();
         if !open.is_empty() {
             v.push(format!("tool calls never finished: {open:?}"));
         }
@@ -429,7 +429,7 @@ impl Report {
         }
         // 3. At most one agent reply (LLM) per caller turn.
         let llm_ids: Vec<u64> = out
-            .log
+            .log()
             .events()
             .iter()
             .filter_map(|e| match &e.event {
@@ -484,30 +484,19 @@ impl Report {
                 self.stop, self.stop_took, self.player_done
             ));
         }
-        // 6. The LLM context is the projection of the event log.
-        let projected: Vec<(ChatRole, String)> = out
-            .log
-            .llm_messages()
-            .into_iter()
-            .map(|m| {
-                let role = match m.role {
-                    LogRole::User => ChatRole::User,
-                    LogRole::Assistant => ChatRole::Assistant,
-                };
-                (role, m.content)
-            })
-            .collect();
-        let context: Vec<(ChatRole, String)> = out
-            .context()
+        // 6. One log: every LLM request, the transcript and the journal
+        // are projections of the engine's log.
+        let requests: Vec<Vec<ChatMessage>> = self
+            .llm_calls
             .iter()
-            .filter(|m| m.role != ChatRole::System)
-            .map(|m| (m.role, m.content.trim().to_string()))
+            .filter_map(|c| c.request.get::<TurnRequest>().map(|r| r.messages.clone()))
             .collect();
-        if projected != context {
-            v.push(format!(
-                "the LLM context is not the projection of the event log:\n  log:    {projected:?}\n  engine: {context:?}"
-            ));
-        }
+        v.extend(crate::one_log::violations(&crate::one_log::Evidence {
+            log: out.log(),
+            requests: &requests,
+            transcript: &out.session().transcript_log,
+            journal: None,
+        }));
         v
     }
 

@@ -14,6 +14,8 @@ pub mod instance;
 pub mod local_speech;
 pub mod logging;
 pub mod metrics;
+#[cfg(feature = "testing")]
+pub mod one_log;
 pub mod operator;
 pub mod recording;
 pub mod serve;

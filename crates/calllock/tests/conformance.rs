@@ -1032,14 +1032,14 @@ impl Proc {
 
     fn perform(&mut self, e: Effect) {
         match e {
-            Effect::Speak { canned, text } => {
+            Effect::Speak { canned, text, .. } => {
                 let mut ev = json!({"type": "speak", "id": canned.id()});
                 if canned == agent::prompts::Canned::ScopedReply {
                     ev["text"] = json!(text);
                 }
                 self.events.push(ev);
             }
-            Effect::ToLlm { text } => self.events.push(json!({"type": "to_llm", "text": text})),
+            Effect::ToLlm { text, .. } => self.events.push(json!({"type": "to_llm", "text": text})),
             Effect::PassThrough { text, is_final } => {
                 if is_final {
                     self.events.push(json!({"type": "to_llm", "text": text}));
@@ -1199,7 +1199,7 @@ fn run_processor(case: &Value) -> R {
     if let Some(msgs) = given.get("context_messages") {
         let msgs: Vec<ChatMessage> =
             serde_json::from_value(msgs.clone()).map_err(|e| format!("bad context: {e}"))?;
-        engine.set_context(msgs);
+        engine.seed_context(msgs, now);
     }
     let mut results = HashMap::new();
     if let Some(tr) = given["tool_results"].as_object() {

@@ -28,11 +28,11 @@ fn show(r: &Report) {
         eprintln!("{:7.2}s-{:.2}s caller speaking", r.secs(*s), r.secs(*e));
     }
     if let Some(o) = &r.outcome {
-        for l in o.log.transcript() {
+        for l in o.log().transcript() {
             let cut = if l.interrupted { " [cut off]" } else { "" };
             eprintln!("  {:>8.2?} {:?}: {}{cut}", l.at, l.speaker, l.text);
         }
-        for e in o.log.events() {
+        for e in o.log().events() {
             if let Event::Note { text, .. } | Event::ToolCalled { name: text, .. } = &e.event {
                 eprintln!("  {:>8.2?} note: {text}", e.at);
             }
@@ -43,7 +43,7 @@ fn show(r: &Report) {
 
 fn tool_calls(r: &Report, name: &str) -> usize {
     r.outcome()
-        .log
+        .log()
         .events()
         .iter()
         .filter(|e| matches!(&e.event, Event::ToolCalled { name: n, .. } if n == name))
@@ -101,7 +101,7 @@ async fn a_whole_booking_by_voice() {
     let heard: Vec<String> = r.heard().into_iter().map(|(_, t)| t).collect();
     let said: Vec<String> = r
         .outcome()
-        .log
+        .log()
         .transcript()
         .into_iter()
         .filter(|l| l.speaker == Speaker::Agent)
@@ -156,7 +156,7 @@ async fn barge_in_stops_the_audio_and_cancels_the_reply() {
         ended - clear_at
     );
     // Transcript: the heard part, marked interrupted.
-    let t = r.outcome().log.transcript();
+    let t = r.outcome().log().transcript();
     let cut = t
         .iter()
         .find(|l| l.interrupted)

@@ -131,13 +131,7 @@ fn outcome(i: usize, now: f64) -> Outcome {
         now - 100.0,
         State::Welcome,
     )];
-    Outcome {
-        start_time: now - 120.0,
-        end_time: now,
-        session: s,
-        ended_by: Ending::Caller,
-        tools: Vec::new(),
-    }
+    Outcome::of_session(s, Ending::Caller, now - 120.0, now)
 }
 
 fn kind_of(path: &str) -> &'static str {

@@ -1,8 +1,12 @@
 //! The conversation engine: the sans-IO orchestrator of one call
 //! (SPEC §5 with DECISIONS D-1 … D-13 and D-16).
 //!
-//! The engine owns the session, the state machine and the LLM context. It
-//! never performs I/O: the async shell feeds it [`Input`]s (transcripts, tool
+//! The engine owns the session, the state machine and the call's event log
+//! ([`history::EventLog`]): everything said on the call is recorded there
+//! once, and the LLM context ([`Engine::llm_messages`]) and the session's
+//! transcript (`Session::transcript_log`) are projections of it (see
+//! `said.rs`). It allocates the ids of the agent's lines ([`MsgId`]), so a
+//! transport reports what was heard of a line by id. It never performs I/O: the async shell feeds it [`Input`]s (transcripts, tool
 //! results, timer expiries, "the bot finished speaking", …) together with the
 //! current time, and carries out the [`Effect`]s it returns (call a tool,
 //! speak a canned line, run an LLM turn, start a timer, hang up). Time is a
@@ -40,6 +44,7 @@ use crate::responder::{ChatMessage, ChatRole};
 use crate::session::{HistoryMessage, Role, Session, TranscriptEntry};
 use crate::state::{State, Tool};
 use chrono::{DateTime, FixedOffset, TimeZone, Utc};
+pub use history::{EventLog, MsgId};
 use serde_json::Value;
 use std::collections::VecDeque;
 
@@ -48,9 +53,12 @@ mod server_end;
 #[cfg(test)]
 mod tests;
 mod timers;
+mod transcript;
 mod turn;
 
+pub use said::llm_context_of;
 pub use server_end::turned_away;
+pub use transcript::{log_of_transcript, transcript_of};
 
 /// Timing knobs of the engine (seconds).
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -133,23 +141,46 @@ pub enum Input {
     ScopedReply {
         text: Option<String>,
     },
-    /// A message the LLM side added to the context: usually the assistant's
-    /// reply (logged as an agent line at the next capture), but any role
-    /// enters the context as given; only assistant messages become agent
-    /// lines.
+    /// The LLM's reply to [`Effect::ToLlm`] `reply`, complete: it joins the
+    /// context and is written into the transcript at once (a capture).
+    LlmReplied {
+        msg_id: MsgId,
+        text: String,
+    },
+    /// A message added to the context from outside the engine (a test, a
+    /// seeded conversation): any role enters the context as given; an
+    /// assistant message is an agent line, written into the transcript at
+    /// the next capture.
     ContextMessage(ChatMessage),
     /// Log assistant messages added since the last capture as agent lines.
     CaptureAgentResponses,
-    /// The caller cut off the agent line `said`; they heard `heard` (may be
-    /// empty). The transcript line and the LLM context keep only what was
+    /// The caller cut off the agent line `msg_id`; they heard `heard` (may
+    /// be empty). The transcript line and the LLM context keep only what was
     /// heard; the line is marked interrupted. A line cut off before a word
     /// was heard is dropped, and is no agent reply for turn counting.
     AgentInterrupted {
-        said: String,
+        msg_id: MsgId,
         heard: String,
+    },
+    /// The first audio of the line `msg_id` reached the caller (recorded).
+    SpeechStarted {
+        msg_id: MsgId,
+    },
+    /// The line `msg_id` was played to its end (recorded).
+    SpeechFinished {
+        msg_id: MsgId,
+    },
+    /// The model asked to call a tool; tools are chosen by the state
+    /// machine, never by the LLM, so the call is recorded and refused.
+    LlmToolRefused {
+        name: String,
+        args: String,
     },
     /// The end-of-call capture (same as [`Input::CaptureAgentResponses`]).
     FlushTranscript,
+    /// The call's pipeline stopped: the end-of-call capture, and a tool
+    /// still running is cancelled.
+    CallFinished,
     /// The audio output finished playing everything queued so far.
     BotStoppedSpeaking,
     /// The caller is speaking (voice activity; no text yet). A post-tool buffer waits for quiet: its debounce restarts
@@ -198,11 +229,17 @@ pub enum ServerEnd {
 /// Something the shell must do.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Effect {
-    /// Queue a canned line for speech (no LLM).
-    Speak { canned: Canned, text: String },
+    /// Queue a canned line for speech (no LLM); report what became of it
+    /// by `msg_id`.
+    Speak {
+        canned: Canned,
+        text: String,
+        msg_id: MsgId,
+    },
     /// Run an LLM turn: the caller's `text` is the last user message of
-    /// [`Engine::llm_messages`].
-    ToLlm { text: String },
+    /// [`Engine::llm_messages`]; answer with [`Input::LlmReplied`] under
+    /// `reply` (the id of the line to come).
+    ToLlm { text: String, reply: MsgId },
     /// A transcription frame passed through untouched (blank finals,
     /// interims); not a turn.
     PassThrough { text: String, is_final: bool },
@@ -290,8 +327,15 @@ pub struct Engine<P: Policy = StateMachine> {
     persona: String,
     config: EngineConfig,
     session: Session,
-    context: Vec<ChatMessage>,
-    cursor: usize,
+    /// The LLM's system prompt (refreshed as the call moves on; not part
+    /// of the conversation, so not in the log).
+    system: String,
+    /// Everything said on the call (see the module docs).
+    log: EventLog,
+    /// Log entries before this one have been captured (SPEC §5.3).
+    capture_from: usize,
+    /// The tool call the engine waits on, as logged.
+    open_tool: Option<history::ToolCallId>,
     buffer: Option<Buffer>,
     turn: Option<Turn>,
     queued: VecDeque<String>,
@@ -341,17 +385,19 @@ impl<P: Policy> Engine<P> {
     ) -> Self {
         let persona = persona(&profile);
         let prompt = system_prompt_after(&persona, session.state, &session, &profile);
+        // A session that comes with a transcript (carried over) starts the
+        // log with it, so the projection keeps it.
+        let log = log_of_transcript(&session.transcript_log);
         Engine {
             policy,
             profile,
             persona,
             config,
             session,
-            context: vec![ChatMessage {
-                role: ChatRole::System,
-                content: prompt,
-            }],
-            cursor: 1,
+            system: prompt,
+            capture_from: log.len(),
+            log,
+            open_tool: None,
             buffer: None,
             turn: None,
             queued: VecDeque::new(),
@@ -368,17 +414,17 @@ impl<P: Policy> Engine<P> {
         }
     }
 
-    /// Replace the LLM context (element 0 is the system prompt); the capture
-    /// cursor restarts after the system message.
-    pub fn set_context(&mut self, messages: Vec<ChatMessage>) {
-        self.context = messages;
-        if self.context.is_empty() {
-            self.context.push(ChatMessage {
-                role: ChatRole::System,
-                content: String::new(),
-            });
+    /// Seed the LLM context of a call that has not started: a leading
+    /// system message replaces the system prompt; the rest join the log as
+    /// given (assistant messages as agent lines not yet captured).
+    pub fn seed_context(&mut self, messages: Vec<ChatMessage>, now: f64) {
+        let mut messages = messages.into_iter().peekable();
+        if let Some(m) = messages.next_if(|m| m.role == ChatRole::System) {
+            self.system = m.content;
         }
-        self.cursor = 1;
+        for m in messages {
+            self.context_message(m, now);
+        }
     }
 
     pub fn session(&self) -> &Session {
@@ -390,6 +436,10 @@ impl<P: Policy> Engine<P> {
     pub fn into_session(self) -> Session {
         self.session
     }
+    /// The session and the log it is the projection of.
+    pub fn into_parts(self) -> (Session, EventLog) {
+        (self.session, self.log)
+    }
     pub fn profile(&self) -> &BusinessProfile {
         &self.profile
     }
@@ -399,9 +449,14 @@ impl<P: Policy> Engine<P> {
     pub fn state(&self) -> State {
         self.session.state
     }
-    /// The LLM context: the system prompt, then the conversation.
-    pub fn llm_messages(&self) -> &[ChatMessage] {
-        &self.context
+    /// The LLM context: the system prompt, then the conversation as the
+    /// log tells it.
+    pub fn llm_messages(&self) -> Vec<ChatMessage> {
+        said::llm_context_of(&self.system, &self.log)
+    }
+    /// Everything said on the call, as recorded.
+    pub fn log(&self) -> &EventLog {
+        &self.log
     }
     /// Post-tool buffering is active.
     pub fn buffer_mode(&self) -> bool {
@@ -472,14 +527,25 @@ impl<P: Policy> Engine<P> {
             }
             Input::ToolResult { result } => self.tool_result(result, now, out),
             Input::ScopedReply { text } => self.scoped_reply(text, now, out),
+            Input::LlmReplied { msg_id, text } => self.llm_replied(msg_id, text, now),
             Input::ContextMessage(m) => {
                 if m.role == ChatRole::Assistant {
                     self.filler_at = None;
                 }
-                self.context.push(m)
+                self.context_message(m, now)
             }
             Input::CaptureAgentResponses | Input::FlushTranscript => self.capture(now),
-            Input::AgentInterrupted { said, heard } => self.agent_interrupted(&said, &heard),
+            Input::CallFinished => self.call_finished(now),
+            Input::AgentInterrupted { msg_id, heard } => {
+                self.agent_interrupted(msg_id, &heard, now)
+            }
+            Input::SpeechStarted { msg_id } => {
+                self.record(now, history::Event::SpeechStarted { msg_id })
+            }
+            Input::SpeechFinished { msg_id } => {
+                self.record(now, history::Event::SpeechFinished { msg_id })
+            }
+            Input::LlmToolRefused { name, args } => self.tool_refused(name, args, now),
             Input::CallerSpeaking | Input::CallerWords => {
                 self.idle_at = None;
                 if input_is_vad || self.owed == 0 {
@@ -544,6 +610,14 @@ impl<P: Policy> Engine<P> {
             Input::ExtractionDone { fields } => apply_extraction(&mut self.session, &fields),
             Input::ReplyStarted => self.filler_at = None,
             Input::CallerHungUp => {
+                if !self.ended {
+                    self.record(
+                        now,
+                        history::Event::CallEnded {
+                            reason: "caller".into(),
+                        },
+                    );
+                }
                 self.ended = true;
                 self.hangup = None;
                 self.buffer = None;

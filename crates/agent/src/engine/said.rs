@@ -1,17 +1,68 @@
-//! What was said: canned lines (D-16), the LLM context, the transcript
-//! (SPEC §5.3 capture) and interruptions.
+//! What was said: every fact goes into the call's log once, and the LLM
+//! context and the transcript are read off it — canned lines (D-16), the
+//! caller's words, LLM replies and their capture into the transcript
+//! (SPEC §5.3), tool calls and results, and interruptions by line id.
 
+use super::transcript::{at, transcript_of};
 use super::*;
+use history::{AgentSource, Event, ToolOutcome};
+
+/// The LLM context of a call: the system prompt, then the log's
+/// projection (an interrupted line as far as it was heard).
+pub fn llm_context_of(system: &str, log: &EventLog) -> Vec<ChatMessage> {
+    let mut out = Vec::with_capacity(log.len() + 1);
+    out.push(ChatMessage {
+        role: ChatRole::System,
+        content: system.to_string(),
+    });
+    out.extend(log.llm_messages().into_iter().map(|m| ChatMessage {
+        role: match m.role {
+            history::Role::System => ChatRole::System,
+            history::Role::User => ChatRole::User,
+            history::Role::Assistant => ChatRole::Assistant,
+            history::Role::Tool => ChatRole::Tool,
+        },
+        content: m.content,
+    }));
+    out
+}
+
+fn log_role(role: ChatRole) -> history::Role {
+    match role {
+        ChatRole::System => history::Role::System,
+        ChatRole::User => history::Role::User,
+        ChatRole::Assistant => history::Role::Assistant,
+        ChatRole::Tool => history::Role::Tool,
+    }
+}
 
 impl<P: Policy> Engine<P> {
+    /// Append `event` to the call's log at `now`, in the call's state; the
+    /// session's transcript is the log's projection, so it is read again
+    /// when the event changes it.
+    pub(super) fn record(&mut self, now: f64, event: Event) {
+        let transcribed = matches!(
+            event,
+            Event::CallerSaid { .. }
+                | Event::Captured { .. }
+                | Event::Interrupted { .. }
+                | Event::ToolFinished { .. }
+        );
+        self.log.set_phase(self.session.state.as_str());
+        self.log.append(at(now), event);
+        if transcribed {
+            self.session.transcript_log = transcript_of(&self.log);
+        }
+    }
+
     pub(super) fn speak(&mut self, canned: Canned, now: f64, out: &mut Vec<Effect>) {
         let text = canned.text(&self.profile);
         self.speak_text(canned, text, now, out);
     }
 
-    /// Queue a canned line: D-16 logs it as an agent line now; it also joins
-    /// the LLM context (so the LLM knows what was said) without counting as
-    /// an agent reply for turn counting.
+    /// Queue a canned line: D-16 writes it into the transcript now; it also
+    /// joins the LLM context (so the LLM knows what was said) without
+    /// counting as an agent reply for turn counting.
     pub(super) fn speak_text(
         &mut self,
         canned: Canned,
@@ -22,49 +73,83 @@ impl<P: Policy> Engine<P> {
         self.idle_at = None;
         self.filler_at = None;
         self.capture(now);
-        let state = self.session.state;
-        self.session
-            .transcript_log
-            .push(TranscriptEntry::agent(text.clone(), now, state));
-        self.context.push(ChatMessage {
-            role: ChatRole::Assistant,
-            content: text.clone(),
+        let msg_id = self.log.next_msg_id();
+        self.record(
+            now,
+            Event::AgentSaid {
+                msg_id,
+                text: text.clone(),
+                source: AgentSource::Canned { id: canned.id() },
+            },
+        );
+        self.record(now, Event::Captured { msg_id });
+        self.capture_from = self.log.len();
+        out.push(Effect::Speak {
+            canned,
+            text,
+            msg_id,
         });
-        self.cursor = self.context.len();
-        out.push(Effect::Speak { canned, text });
     }
 
-    pub(super) fn forward_to_llm(&mut self, text: String, out: &mut Vec<Effect>) {
+    pub(super) fn forward_to_llm(&mut self, text: String, now: f64, out: &mut Vec<Effect>) {
         self.idle_at = None;
-        self.context.push(ChatMessage {
-            role: ChatRole::User,
-            content: text.clone(),
-        });
-        out.push(Effect::ToLlm { text });
+        self.record(now, Event::LlmAsked { text: text.clone() });
+        let reply = self.log.next_msg_id();
+        out.push(Effect::ToLlm { text, reply });
+    }
+
+    /// The LLM's reply: said, and captured at once.
+    pub(super) fn llm_replied(&mut self, msg_id: MsgId, text: String, now: f64) {
+        self.filler_at = None;
+        self.record(
+            now,
+            Event::AgentSaid {
+                msg_id,
+                text,
+                source: AgentSource::Llm,
+            },
+        );
+        self.capture(now);
+    }
+
+    /// A message from outside joins the context; an assistant message is
+    /// an agent line, captured later.
+    pub(super) fn context_message(&mut self, m: ChatMessage, now: f64) {
+        let event = if m.role == ChatRole::Assistant {
+            Event::AgentSaid {
+                msg_id: self.log.next_msg_id(),
+                text: m.content,
+                source: AgentSource::Llm,
+            }
+        } else {
+            Event::Context {
+                role: log_role(m.role),
+                text: m.content,
+            }
+        };
+        self.record(now, event);
     }
 
     pub(super) fn refresh_system_prompt(&mut self) {
-        let prompt = system_prompt_after(
+        self.system = system_prompt_after(
             &self.persona,
             self.session.state,
             &self.session,
             &self.profile,
         );
-        match self.context.first_mut() {
-            Some(m) if m.role == ChatRole::System => m.content = prompt,
-            _ => self.context.insert(
-                0,
-                ChatMessage {
-                    role: ChatRole::System,
-                    content: prompt,
-                },
-            ),
-        }
     }
 
-    pub(super) fn note_state(&mut self, before: State, out: &mut Vec<Effect>) {
+    /// The state moved from `before`: recorded, and reported.
+    pub(super) fn note_state(&mut self, before: State, now: f64, out: &mut Vec<Effect>) {
         let after = self.session.state;
         if after != before {
+            self.record(
+                now,
+                Event::PhaseChanged {
+                    from: before.as_str(),
+                    to: after.as_str(),
+                },
+            );
             out.push(Effect::StateChanged {
                 from: before,
                 to: after,
@@ -72,55 +157,90 @@ impl<P: Policy> Engine<P> {
         }
     }
 
-    pub(super) fn agent_interrupted(&mut self, said: &str, heard: &str) {
-        let heard = heard.trim();
-        if let Some(i) = self
-            .context
-            .iter()
-            .rposition(|m| m.role == ChatRole::Assistant && m.content == said)
-        {
-            if heard.is_empty() {
-                self.context.remove(i);
-                if self.cursor > i {
-                    self.cursor -= 1;
-                }
-            } else {
-                self.context[i].content = heard.to_string();
-            }
-        }
-        let log = &mut self.session.transcript_log;
-        if let Some(i) = log
-            .iter()
-            .rposition(|e| e.role == Role::Agent && e.content.as_deref() == Some(said))
-        {
-            if heard.is_empty() {
-                // Nothing was heard: no line, and no exchange (SPEC §3
-                // counts a fragment as a new turn only after an agent reply
-                // the caller got).
-                log.remove(i);
-                self.session.agent_has_responded = log
-                    .iter()
-                    .rev()
-                    .take_while(|e| e.role != Role::User)
-                    .any(|e| e.role == Role::Agent);
-            } else {
-                log[i].content = Some(heard.to_string());
-                log[i].interrupted = true;
-            }
+    /// The caller heard `heard` of the line `msg_id`: the transcript and
+    /// the context keep only that. A line cut off before a word was heard
+    /// is no line, and no exchange (SPEC §3 counts a fragment as a new turn
+    /// only after an agent reply the caller got).
+    pub(super) fn agent_interrupted(&mut self, msg_id: MsgId, heard: &str, now: f64) {
+        let was_line = heard.trim().is_empty()
+            && self
+                .log
+                .transcript()
+                .iter()
+                .any(|l| l.msg_id == Some(msg_id));
+        self.record(
+            now,
+            Event::Interrupted {
+                msg_id,
+                heard_text: heard.to_string(),
+            },
+        );
+        if was_line {
+            self.session.agent_has_responded = self
+                .session
+                .transcript_log
+                .iter()
+                .rev()
+                .take_while(|e| e.role != Role::User)
+                .any(|e| e.role == Role::Agent);
         }
     }
 
-    /// SPEC §5.3: log assistant messages added since the last capture.
+    /// SPEC §5.3: LLM replies said since the last capture are written into
+    /// the transcript now (in the state of now).
     pub(super) fn capture(&mut self, now: f64) {
-        let start = self.cursor.min(self.context.len());
-        for i in start..self.context.len() {
-            let m = &self.context[i];
-            if m.role == ChatRole::Assistant && !m.content.trim().is_empty() {
-                let entry = TranscriptEntry::agent(m.content.clone(), now, self.session.state);
-                self.session.transcript_log.push(entry);
-                self.session.agent_has_responded = true;
-            }
+        let replies: Vec<MsgId> = self.log.events()[self.capture_from.min(self.log.len())..]
+            .iter()
+            .filter_map(|e| match &e.event {
+                Event::AgentSaid {
+                    msg_id,
+                    text,
+                    source: AgentSource::Llm,
+                } if !text.trim().is_empty() => Some(*msg_id),
+                _ => None,
+            })
+            .collect();
+        for msg_id in replies {
+            self.record(now, Event::Captured { msg_id });
+            self.session.agent_has_responded = true;
         }
-        self.cursor = self.context.len().max(1);
+        self.capture_from = self.log.len();
+    }
+
+    /// The call's pipeline stopped: capture what is left; a tool still
+    /// running will not answer.
+    pub(super) fn call_finished(&mut self, now: f64) {
+        self.capture(now);
+        if let Some(call_id) = self.open_tool.take() {
+            self.record(
+                now,
+                Event::ToolFinished {
+                    call_id,
+                    result: String::new(),
+                    outcome: ToolOutcome::Cancelled,
+                },
+            );
+        }
+    }
+
+    /// The model asked for a tool: recorded, refused.
+    pub(super) fn tool_refused(&mut self, name: String, args: String, now: f64) {
+        let call_id = self.log.next_tool_call_id();
+        self.record(
+            now,
+            Event::ToolCalled {
+                call_id,
+                name,
+                args,
+            },
+        );
+        self.record(
+            now,
+            Event::ToolFinished {
+                call_id,
+                result: "refused: tools are chosen by the state machine".into(),
+                outcome: ToolOutcome::Refused,
+            },
+        );
     }
 }

@@ -16,12 +16,10 @@ pub fn turned_away(
     session.state = State::Callback;
     session.callback_type = "service".into();
     session.problem_description = "Called while every line was busy; call back.".into();
-    session.transcript_log.push(TranscriptEntry::agent(
-        Canned::LinesBusy.text(profile),
-        now,
-        State::Callback,
-    ));
-    session
+    let mut engine = Engine::new(session, profile.clone(), EngineConfig::default());
+    let mut out = Vec::new();
+    engine.speak(Canned::LinesBusy, now, &mut out);
+    engine.into_session()
 }
 
 impl<P: Policy> Engine<P> {
@@ -42,10 +40,7 @@ impl<P: Policy> Engine<P> {
             if s.callback_type.is_empty() {
                 s.callback_type = "service".into();
             }
-            out.push(Effect::StateChanged {
-                from,
-                to: State::Callback,
-            });
+            self.note_state(from, now, out);
         }
         self.turn = None;
         self.buffer = None;
@@ -61,7 +56,6 @@ impl<P: Policy> Engine<P> {
         }
         self.idle_at = None;
         self.filler_at = None;
-        self.ended = true;
-        out.push(Effect::EndCall);
+        self.end_call(now, out);
     }
 }

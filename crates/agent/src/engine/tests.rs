@@ -339,7 +339,7 @@ fn a_late_reply_gets_a_filler_and_a_prompt_one_does_not() {
             assert!(e.handle(Input::TimerFired(Timer::Filler), at).is_empty());
         } else {
             let fx = e.handle(Input::TimerFired(Timer::Filler), at);
-            let Some(Effect::Speak { canned, text }) = fx.first() else {
+            let Some(Effect::Speak { canned, text, .. }) = fx.first() else {
                 panic!("{fx:?}");
             };
             assert!(matches!(canned, Canned::Filler(_)));
@@ -485,9 +485,16 @@ fn the_server_ending_a_call_promises_a_callback_unless_one_is_settled() {
     );
     // Nothing of it was heard: no line in the transcript.
     let text = said.content.clone().unwrap();
+    let msg_id = fx
+        .iter()
+        .find_map(|f| match f {
+            Effect::Speak { msg_id, .. } => Some(*msg_id),
+            _ => None,
+        })
+        .unwrap();
     e.handle(
         Input::AgentInterrupted {
-            said: text.clone(),
+            msg_id,
             heard: String::new(),
         },
         6.0,

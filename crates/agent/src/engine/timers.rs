@@ -23,7 +23,7 @@ impl<P: Policy> Engine<P> {
                     // there?" — the call ends once the script has played
                     // and the line stays quiet.
                     self.idle_at = None;
-                    self.end_call(out);
+                    self.end_call(now, out);
                 } else if due && self.idle_allowed() && self.hearing() {
                     // The caller spoke and no words came for it in a whole
                     // idle wait (the recogniser fell behind or lost them):
@@ -63,7 +63,7 @@ impl<P: Policy> Engine<P> {
                     h.grace_at.is_some_and(|g| now + EPS >= g) || now + EPS >= h.ceiling_at
                 });
                 if due && !self.ended {
-                    self.end_call(out);
+                    self.end_call(now, out);
                 }
             }
         }
@@ -151,10 +151,16 @@ impl<P: Policy> Engine<P> {
         });
     }
 
-    pub(super) fn end_call(&mut self, out: &mut Vec<Effect>) {
+    pub(super) fn end_call(&mut self, now: f64, out: &mut Vec<Effect>) {
         if self.ended {
             return;
         }
+        self.record(
+            now,
+            history::Event::CallEnded {
+                reason: "agent".into(),
+            },
+        );
         self.ended = true;
         self.hangup = None;
         self.buffer = None;

@@ -3,6 +3,7 @@
 //! terminal routing and the post-tool buffer (D-1, D-2, D-4/D-5/D-7).
 
 use super::*;
+use history::{Event, ToolOutcome};
 
 impl<P: Policy> Engine<P> {
     /// SPEC §5.2 steps 1–3, then the turn.
@@ -15,10 +16,7 @@ impl<P: Policy> Engine<P> {
             role: "user".into(),
             content: text.clone(),
         });
-        let state = self.session.state;
-        self.session
-            .transcript_log
-            .push(TranscriptEntry::user(text.clone(), now, state));
+        self.record(now, Event::CallerSaid { text: text.clone() });
 
         if let Some(buf) = self.buffer.as_mut() {
             buf.fragments.push(text);
@@ -51,7 +49,7 @@ impl<P: Policy> Engine<P> {
             llm_text.push_str(f);
         }
         if buf.fragments.is_empty() {
-            self.forward_to_llm(llm_text, out);
+            self.forward_to_llm(llm_text, now, out);
             self.arm_filler(now, now, out);
             return;
         }
@@ -108,7 +106,7 @@ impl<P: Policy> Engine<P> {
                 &self.profile,
             );
         }
-        self.note_state(start_state, out);
+        self.note_state(start_state, now, out);
         self.turn = Some(Turn {
             llm_text,
             action,
@@ -199,20 +197,23 @@ impl<P: Policy> Engine<P> {
     pub(super) fn finish_turn(&mut self, turn: Turn, now: f64, out: &mut Vec<Effect>) {
         if turn.action.end_call {
             if turn.action.needs_llm || turn.force_llm {
-                self.forward_to_llm(turn.llm_text, out);
+                self.forward_to_llm(turn.llm_text, now, out);
                 self.request_hangup(now, out);
             } else {
-                self.end_call(out);
+                self.end_call(now, out);
             }
         } else if turn.force_llm {
             self.enter_buffer(turn.llm_text, now, out);
         } else if turn.action.needs_llm {
-            self.forward_to_llm(turn.llm_text, out);
+            self.forward_to_llm(turn.llm_text, now, out);
         } else {
-            self.context.push(ChatMessage {
-                role: ChatRole::User,
-                content: turn.llm_text.clone(),
-            });
+            self.record(
+                now,
+                Event::Context {
+                    role: history::Role::User,
+                    text: turn.llm_text.clone(),
+                },
+            );
             out.push(Effect::ContextUserAppend {
                 text: turn.llm_text,
             });
@@ -274,6 +275,16 @@ impl<P: Policy> Engine<P> {
             }
             turn.awaiting = Some(Awaiting::Tool(tool));
         }
+        let call_id = self.log.next_tool_call_id();
+        self.record(
+            now,
+            Event::ToolCalled {
+                call_id,
+                name: tool.as_str().to_string(),
+                args: call.args_json().to_string(),
+            },
+        );
+        self.open_tool = Some(call_id);
         out.push(Effect::CallTool(call));
     }
 
@@ -285,11 +296,25 @@ impl<P: Policy> Engine<P> {
         let before = self.session.state;
         self.policy
             .apply_tool_result(&mut self.session, tool, &result);
-        self.note_state(before, out);
-        let state = self.session.state;
-        self.session
-            .transcript_log
-            .push(TranscriptEntry::tool(tool.as_str(), result, now, state));
+        self.note_state(before, now, out);
+        if let Some(call_id) = self.open_tool.take() {
+            let ok = result
+                .get("success")
+                .and_then(Value::as_bool)
+                .unwrap_or(true);
+            self.record(
+                now,
+                Event::ToolFinished {
+                    call_id,
+                    result: result.to_string(),
+                    outcome: if ok {
+                        ToolOutcome::Ok
+                    } else {
+                        ToolOutcome::Failed
+                    },
+                },
+            );
+        }
         if let Some(turn) = self.turn.as_mut() {
             turn.awaiting = None;
         }
@@ -329,7 +354,7 @@ impl<P: Policy> Engine<P> {
         {
             // The household was told to leave and asks nothing: no more
             // words keep them inside — the call ends now.
-            self.end_call(out);
+            self.end_call(now, out);
             return;
         }
         if self.terminal_said == Some(state) {

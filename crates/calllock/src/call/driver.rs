@@ -17,9 +17,7 @@ use super::outcome::{Ending, Outcome, ToolLog};
 use agent::backend::{Backend, ToolCall};
 use agent::engine::{Effect, Engine, Input, Timer};
 use agent::prompts::Canned;
-use agent::responder::{
-    collect_reply, ChatMessage, ExtractionRequest, Responder, ScopedRequest, TurnRequest,
-};
+use agent::responder::{collect_reply, ExtractionRequest, Responder, ScopedRequest, TurnRequest};
 use agent::session::Session;
 use agent::state::{State, Tool};
 use serde_json::Value;
@@ -121,6 +119,9 @@ pub enum CallEvent {
 /// Receives [`CallEvent`]s as they happen (`t` = seconds since call start).
 pub trait Observer {
     fn on_event(&mut self, t: f64, event: &CallEvent);
+    /// The call's log, after each handled event (for durable journals:
+    /// what is new in it).
+    fn on_log(&mut self, _log: &voice::history::EventLog) {}
     /// The session after each handled event (for durable journals).
     fn on_session(&mut self, _t: f64, _session: &Session) {}
 }
@@ -139,7 +140,11 @@ enum Ev {
     Timer(Timer),
     ToolDone(Value),
     ScopedDone(Option<String>),
-    LlmDone { epoch: u64, text: String },
+    LlmDone {
+        epoch: u64,
+        msg_id: agent::engine::MsgId,
+        text: String,
+    },
     ExtractionDone(agent::extract::ExtractedFields),
     SpeechDone,
 }
@@ -271,7 +276,7 @@ impl<'o> CallDriver<'o> {
     /// Carry out one effect; returns effects of inputs it fed back at once.
     async fn perform(&mut self, effect: Effect) -> Vec<Effect> {
         match effect {
-            Effect::Speak { canned, text } => {
+            Effect::Speak { canned, text, .. } => {
                 let state = self.engine.state();
                 let id = (canned != Canned::ScopedReply || !text.is_empty()).then(|| canned.id());
                 self.emit(CallEvent::Agent {
@@ -281,12 +286,12 @@ impl<'o> CallDriver<'o> {
                 });
                 self.say(&text);
             }
-            Effect::ToLlm { .. } => {
+            Effect::ToLlm { reply: msg_id, .. } => {
                 self.llm_epoch += 1;
                 let req = TurnRequest {
                     state: self.engine.state(),
                     session: self.engine.session().clone(),
-                    messages: self.engine.llm_messages().to_vec(),
+                    messages: self.engine.llm_messages(),
                 };
                 let reply = match self.responder.reply(&req).await {
                     Ok(stream) => collect_reply(stream).await.unwrap_or_default(),
@@ -299,7 +304,11 @@ impl<'o> CallDriver<'o> {
                 let epoch = self.llm_epoch;
                 self.schedule(
                     self.t + self.timing.llm_latency_s,
-                    Ev::LlmDone { epoch, text: reply },
+                    Ev::LlmDone {
+                        epoch,
+                        msg_id,
+                        text: reply,
+                    },
                 );
             }
             Effect::PassThrough { .. } | Effect::ContextUserAppend { .. } => {}
@@ -375,6 +384,7 @@ impl<'o> CallDriver<'o> {
     async fn dispatch(&mut self, ev: Ev) {
         self.dispatch_event(ev).await;
         let t = self.rel();
+        self.observer.on_log(self.engine.log());
         self.observer.on_session(t, self.engine.session());
     }
 
@@ -423,7 +433,11 @@ impl<'o> CallDriver<'o> {
                 self.scoped_pending = false;
                 self.feed(Input::ScopedReply { text }).await;
             }
-            Ev::LlmDone { epoch, text } => {
+            Ev::LlmDone {
+                epoch,
+                msg_id,
+                text,
+            } => {
                 if epoch != self.llm_epoch {
                     return; // superseded by a newer turn
                 }
@@ -431,9 +445,11 @@ impl<'o> CallDriver<'o> {
                 if text.trim().is_empty() {
                     return;
                 }
-                self.feed(Input::ContextMessage(ChatMessage::assistant(text.clone())))
-                    .await;
-                self.feed(Input::CaptureAgentResponses).await;
+                self.feed(Input::LlmReplied {
+                    msg_id,
+                    text: text.clone(),
+                })
+                .await;
                 let state = self.engine.state();
                 self.emit(CallEvent::Agent {
                     text: text.clone(),
@@ -459,6 +475,7 @@ impl<'o> CallDriver<'o> {
         self.engine.session_mut().start_time = self.start;
         self.feed(Input::ClientConnected).await;
         let t = self.rel();
+        self.observer.on_log(self.engine.log());
         self.observer.on_session(t, self.engine.session());
     }
 
@@ -476,9 +493,12 @@ impl<'o> CallDriver<'o> {
         let end = self.t.max(self.speech_until);
         self.t = end;
         let now = self.t;
-        let _ = self.engine.handle(Input::FlushTranscript, now);
+        let _ = self.engine.handle(Input::CallFinished, now);
+        self.observer.on_log(self.engine.log());
+        let (session, log) = self.engine.into_parts();
         Outcome {
-            session: self.engine.into_session(),
+            session,
+            log,
             ended_by: self.ended_by.unwrap_or(Ending::TimeLimit),
             start_time: self.start,
             end_time: end,

@@ -5,6 +5,7 @@
 use agent::backend::ToolCall;
 use agent::session::Session;
 use serde_json::Value;
+use voice::history::EventLog;
 
 /// How a call ended: the one answer, whichever way the call ran (served,
 /// typed, replayed, or rebuilt after a crash).
@@ -86,10 +87,30 @@ pub struct ToolLog {
 /// The end of a driven call.
 #[derive(Debug, Clone)]
 pub struct Outcome {
+    /// The session; its transcript is the projection of `log`.
     pub session: Session,
+    /// Everything said on the call (the engine's log; post-call work adds
+    /// to it, then the transcript is read off it again).
+    pub log: EventLog,
     pub ended_by: Ending,
     /// Unix seconds.
     pub start_time: f64,
     pub end_time: f64,
     pub tools: Vec<ToolLog>,
+}
+
+impl Outcome {
+    /// The outcome of a call known only by its session (a stored record,
+    /// a call turned away, a test): its log is the one that holds the
+    /// session's transcript.
+    pub fn of_session(session: Session, ended_by: Ending, start_time: f64, end_time: f64) -> Self {
+        Outcome {
+            log: agent::engine::log_of_transcript(&session.transcript_log),
+            session,
+            ended_by,
+            start_time,
+            end_time,
+            tools: Vec::new(),
+        }
+    }
 }

@@ -45,13 +45,7 @@ pub async fn call_dump(store: &store::Store, id: &str) -> Result<Option<Value>> 
         .ended_at
         .map(|e| e.timestamp_millis() as f64 / 1000.0)
         .unwrap_or(start);
-    let mut dump = transcript_dump(&Outcome {
-        session,
-        ended_by: Ending::Caller,
-        start_time: start,
-        end_time: end,
-        tools: Vec::new(),
-    });
+    let mut dump = transcript_dump(&Outcome::of_session(session, Ending::Caller, start, end));
     // The saved record knows the duration to the tenth of a second.
     if let (Some(r), Value::Object(o)) = (&saved, &mut dump) {
         o.insert("duration_s".into(), r.duration_s.into());

@@ -58,13 +58,7 @@ pub(super) async fn turned_away(app: &App, from: &str, call_sid: &str) {
         )
     };
     let session = agent::engine::turned_away(&app.cfg.business, caller, call_sid, now);
-    let mut outcome = Outcome {
-        session,
-        ended_by: Ending::Agent,
-        start_time: now,
-        end_time: now,
-        tools: Vec::new(),
-    };
+    let mut outcome = Outcome::of_session(session, Ending::Agent, now, now);
     let report = app.post.handle_call_ended(&mut outcome, false).await;
     tracing::info!(
         call_id = outcome.session.call_sid,

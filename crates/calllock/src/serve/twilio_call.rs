@@ -399,8 +399,10 @@ impl Call {
                 ended = at.max(ended);
             }
         }
+        let (session, log) = engine.into_parts();
         let mut outcome = Outcome {
-            session: engine.into_session(),
+            session,
+            log,
             ended_by: ending,
             start_time: started,
             end_time: ended,
@@ -549,55 +551,38 @@ impl Call {
                 "the caller cannot be heard (speech recognition lost); ending the call"
             );
         }
+        // The stage journaled the log up to here; what the engine now
+        // records goes to the journal the same way.
+        let mut rows = crate::call::journal::LogWriter::after(engine.log());
         let mut quiet = None;
-        for effect in engine.handle(Input::ServerEnding(why), now_unix()) {
-            match effect {
-                Effect::StateChanged { from, to } => {
-                    if let Some(j) = journal {
-                        let (kind, data) = crate::call::journal::entry::Entry::Note(
-                            crate::call::journal::entry::Note {
-                                kind: "state".into(),
-                                text: format!("{from} -> {to}"),
-                            },
-                        )
-                        .into_stored();
-                        j.record(now_unix(), kind, data);
-                    }
+        let effects = engine.handle(Input::ServerEnding(why), now_unix());
+        if let Some(j) = journal {
+            rows.write(j, engine.log());
+        }
+        for effect in effects {
+            if let Effect::Speak { text, msg_id, .. } = effect {
+                let said = self.say_directly(&text, ws_rx, reader).await;
+                quiet = Some(now_unix());
+                if !said.heard.is_empty() {
+                    engine.handle(Input::SpeechStarted { msg_id }, said.at);
                 }
-                Effect::Speak { canned, text } => {
-                    let said = self.say_directly(&text, ws_rx, reader).await;
-                    quiet = Some(now_unix());
-                    if said.cut || said.heard.is_empty() {
-                        engine.handle(
-                            Input::AgentInterrupted {
-                                said: text.clone(),
-                                heard: said.heard.clone(),
-                            },
-                            now_unix(),
-                        );
-                    }
-                    if said.heard.is_empty() {
-                        tracing::info!(
-                            call_id = self.call_id,
-                            "the caller heard none of the last line"
-                        );
-                        continue;
-                    }
-                    if let Some(j) = journal {
-                        let mut data = serde_json::json!({
-                            "text": said.heard,
-                            "state": engine.state().as_str(),
-                            "source": "Canned",
-                            "canned": canned.id(),
-                        });
-                        if said.cut {
-                            data["interrupted"] = true.into();
-                        }
-                        j.record(said.at, "agent", data);
-                    }
+                let report = if said.cut || said.heard.is_empty() {
+                    let heard = said.heard.clone();
+                    Input::AgentInterrupted { msg_id, heard }
+                } else {
+                    Input::SpeechFinished { msg_id }
+                };
+                engine.handle(report, now_unix());
+                if said.heard.is_empty() {
+                    tracing::info!(
+                        call_id = self.call_id,
+                        "the caller heard none of the last line"
+                    );
                 }
-                _ => {}
             }
+        }
+        if let Some(j) = journal {
+            rows.write(j, engine.log());
         }
         quiet
     }

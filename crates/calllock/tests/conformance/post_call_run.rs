@@ -152,13 +152,8 @@ async fn run_async(case: &Value) -> R {
         worker: "conformance".into(),
     };
     let now = chrono::Utc::now().timestamp_millis() as f64 / 1000.0;
-    let mut outcome = Outcome {
-        start_time: session.start_time,
-        end_time: now,
-        session,
-        ended_by: Ending::Caller,
-        tools: Vec::new(),
-    };
+    let start = session.start_time;
+    let mut outcome = Outcome::of_session(session, Ending::Caller, start, now);
     let report = post.handle_call_ended(&mut outcome, false).await;
 
     let e = &case["expect"];

@@ -510,13 +510,8 @@ mod tests {
                 State::Discovery,
             ));
         }
-        let outcome = Outcome {
-            session,
-            ended_by: crate::call::outcome::Ending::Caller,
-            start_time: 100.0,
-            end_time: 200.0,
-            tools: Vec::new(),
-        };
+        let outcome =
+            Outcome::of_session(session, crate::call::outcome::Ending::Caller, 100.0, 200.0);
         let lines = transcript_dump_lines(&outcome);
         assert!(lines.len() > 1, "60 entries take several chunks");
         let n = lines.len();

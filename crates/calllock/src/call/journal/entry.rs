@@ -16,11 +16,17 @@ use serde_json::{json, Value};
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", content = "data", rename_all = "snake_case")]
 pub enum Entry {
-    /// What the caller said.
+    /// What the caller said (one utterance, as recognised).
     Caller(Line),
-    /// What the agent said (on a voice call: its whole line, as queued;
-    /// an `interrupted` event with the same `msg_id` says how much of it
-    /// was heard).
+    /// A message added to the LLM context (the caller's words as the LLM
+    /// is sent them, joined after a wait; a note): not a transcript line.
+    Llm(LlmLine),
+    /// An agent line said: it joins the LLM context here, and becomes a
+    /// transcript line where it is captured (`agent`, same `msg_id`).
+    Said(Line),
+    /// An agent line written into the transcript (its whole text, as
+    /// said; an `interrupted` event with the same `msg_id` says how much of
+    /// it was heard).
     Agent(Line),
     /// An agent line cut short: what the caller heard of it.
     Interrupted(Interrupted),
@@ -32,8 +38,7 @@ pub enum Entry {
     ToolCall(ToolCall),
     /// A tool answered.
     ToolResult(ToolResult),
-    /// The conversation moved to another state (chat and replays; a voice
-    /// call writes a `note` of kind `state`).
+    /// The conversation moved to another state.
     State(StateChange),
     /// Something the pipeline noted (`kind`: `state`, `vendor`, …).
     Note(Note),
@@ -60,6 +65,17 @@ pub struct Line {
 }
 
 /// An agent line cut short.
+/// A message to the LLM: `role` is `user`, `system`, `assistant` or
+/// `tool`; `reply`: a reply was asked for.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct LlmLine {
+    pub role: String,
+    pub text: String,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub reply: bool,
+}
+
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct Interrupted {
@@ -150,6 +166,8 @@ impl Entry {
     pub fn kind(&self) -> &'static str {
         match self {
             Entry::Caller(_) => "caller",
+            Entry::Llm(_) => "llm",
+            Entry::Said(_) => "said",
             Entry::Agent(_) => "agent",
             Entry::Interrupted(_) => "interrupted",
             Entry::SpeechStarted(_) => "speech_started",
@@ -174,6 +192,18 @@ mod tests {
                 text: "my AC".into(),
                 state: "welcome".into(),
                 ..Line::default()
+            }),
+            Entry::Llm(LlmLine {
+                role: "user".into(),
+                text: "my AC".into(),
+                reply: true,
+            }),
+            Entry::Said(Line {
+                text: "Thanks".into(),
+                state: "welcome".into(),
+                msg_id: Some(3),
+                source: Some("Llm".into()),
+                canned: None,
             }),
             Entry::Agent(Line {
                 text: "Thanks".into(),

@@ -9,12 +9,19 @@
 //! marks it `interrupted`, rebuilds its record from the events
 //! ([`rebuild`]) and runs post-call processing for it.
 //!
-//! Event kinds and their `data`:
+//! The journal is the call's log ([`voice::history::EventLog`], kept by the
+//! engine) written down, one event per log entry ([`log`]); the `session`
+//! and `latency` events come beside it. Event kinds and their `data`:
 //! * `caller` `{text, state}` — a caller line.
-//! * `agent` `{text, state, canned?}` — an agent line (canned id when it was
-//!   a canned line).
-//! * `tool_call` `{tool, args}`, `tool_result` `{tool, result, state}`.
-//! * `state` `{from, to}`.
+//! * `llm` `{role, text, reply?}` — a message added to the LLM context.
+//! * `said` `{text, state, msg_id, source, canned?}` — an agent line said.
+//! * `agent` `{text, state, msg_id, source, canned?}` — an agent line
+//!   written into the transcript (canned id when it was a canned line).
+//! * `speech_started`, `speech_finished` `{msg_id}`, `interrupted`
+//!   `{msg_id, heard}` — what became of an agent line on the phone.
+//! * `tool_call` `{tool, args}`, `tool_result` `{tool, result, state,
+//!   outcome}`.
+//! * `state` `{from, to}`; `note` `{kind, text}`.
 //! * `session` — the session (without its transcript) after it changed.
 //! * `ended` `{by}`.
 //! * `latency` — where one answered turn's time went (voice calls only;
@@ -22,12 +29,12 @@
 
 use crate::call::driver::{CallEvent, Observer};
 use crate::call::outcome::{Ending, Outcome};
-use agent::session::{Session, TranscriptEntry};
-use agent::State;
+use agent::session::Session;
 use serde_json::Value;
 use std::time::Duration;
 
 pub mod entry;
+pub mod log;
 
 pub use entry::{Entry, Line};
 use tokio::sync::oneshot;
@@ -250,6 +257,30 @@ async fn writer(store: store::Store, call_id: String, shared: std::sync::Arc<Sha
     }
 }
 
+/// Writes a call's log into its journal as it grows, one event per entry
+/// ([`log::row`], stamped with the entry's time: the engine's clock is
+/// Unix time).
+#[derive(Debug, Default)]
+pub struct LogWriter {
+    written: usize,
+}
+
+impl LogWriter {
+    /// A writer for a log whose entries so far are in the journal.
+    pub fn after(log: &voice::history::EventLog) -> Self {
+        LogWriter { written: log.len() }
+    }
+
+    /// Write the entries `log` gained since the last call.
+    pub fn write(&mut self, journal: &Journal, log: &voice::history::EventLog) {
+        for e in &log.events()[self.written.min(log.len())..] {
+            let (kind, data) = log::row(log, e).into_stored();
+            journal.record(e.at.as_secs_f64(), kind, data);
+        }
+        self.written = self.written.max(log.len());
+    }
+}
+
 /// Journals the session (without its transcript) each time it changed.
 ///
 /// Only a fingerprint of the last snapshot is kept (a live call must stay
@@ -275,12 +306,14 @@ impl SessionSnapshots {
     }
 }
 
-/// An [`Observer`] that journals every event (and the session when it
-/// changes) and passes events on to `inner` (the console printer).
+/// An [`Observer`] that journals the call's log as it grows (and the
+/// session when it changes) and passes events on to `inner` (the console
+/// printer).
 pub struct JournalObserver<'a> {
     journal: Journal,
     inner: &'a mut dyn Observer,
     start_unix: f64,
+    rows: LogWriter,
     snapshots: SessionSnapshots,
 }
 
@@ -290,51 +323,10 @@ impl<'a> JournalObserver<'a> {
             journal,
             inner,
             start_unix,
+            rows: LogWriter::default(),
             snapshots: SessionSnapshots::default(),
         }
     }
-}
-
-/// The JSON form of a call event: its kind and data.
-pub fn event_json(event: &CallEvent) -> (&'static str, Value) {
-    let line = |text: &str, state: State| Line {
-        text: text.to_string(),
-        state: state.as_str().to_string(),
-        ..Line::default()
-    };
-    let entry = match event {
-        CallEvent::Agent {
-            text,
-            state,
-            canned,
-        } => Entry::Agent(Line {
-            canned: canned.clone(),
-            ..line(text, *state)
-        }),
-        CallEvent::Caller { text, state } => Entry::Caller(line(text, *state)),
-        CallEvent::ToolCall(call) => Entry::ToolCall(entry::ToolCall {
-            tool: call.tool().as_str().to_string(),
-            args: call.args_json(),
-        }),
-        CallEvent::ToolResult {
-            tool,
-            result,
-            state,
-        } => Entry::ToolResult(entry::ToolResult {
-            tool: tool.as_str().to_string(),
-            result: result.clone(),
-            state: state.as_str().to_string(),
-            outcome: None,
-        }),
-        CallEvent::StateChanged { from, to } => Entry::State(entry::StateChange {
-            from: from.as_str().to_string(),
-            to: to.as_str().to_string(),
-        }),
-        CallEvent::Ended(by) => Entry::Ended(entry::Ended {
-            by: by.as_str().to_string(),
-        }),
-    };
-    entry.into_stored()
 }
 
 /// The session without its transcript (the events carry the lines).
@@ -348,9 +340,12 @@ pub fn session_snapshot(s: &Session) -> Value {
 
 impl Observer for JournalObserver<'_> {
     fn on_event(&mut self, t: f64, event: &CallEvent) {
-        let (kind, data) = event_json(event);
-        self.journal.record(self.start_unix + t, kind, data);
         self.inner.on_event(t, event);
+    }
+
+    fn on_log(&mut self, log: &voice::history::EventLog) {
+        self.rows.write(&self.journal, log);
+        self.inner.on_log(log);
     }
 
     fn on_session(&mut self, t: f64, session: &Session) {
@@ -361,11 +356,12 @@ impl Observer for JournalObserver<'_> {
 }
 
 /// Rebuild the outcome of a call from its journal: the last session
-/// snapshot, the transcript from the caller/agent/tool lines, the end from
-/// the last event (`ended_by` is `Interrupted` unless an `ended` event
-/// says otherwise). An agent line the journal says was cut short keeps
-/// only what was heard, marked interrupted, and one cut before a word was
-/// heard is left out — as the live call's engine records it.
+/// snapshot, the transcript as the projection of the log the journal
+/// holds ([`log::log_of_rows`], then [`agent::engine::transcript_of`], as
+/// for a live call: an agent line cut short keeps only what was heard,
+/// marked interrupted, and one cut before a word was heard is left out),
+/// the end from the last event (`ended_by` is `Interrupted` unless an
+/// `ended` event says otherwise).
 pub fn rebuild(call_id: &str, events: &[store::StoredEvent], started_unix: f64) -> Outcome {
     let mut session: Session = events
         .iter()
@@ -376,48 +372,20 @@ pub fn rebuild(call_id: &str, events: &[store::StoredEvent], started_unix: f64) 
     if session.call_sid.is_empty() {
         session.call_sid = call_id.to_string();
     }
-    let state_of = |state: &str| state.parse::<State>().unwrap_or(session.state);
-    // What was heard of each agent line cut short (voice calls).
-    let cut: std::collections::HashMap<u64, String> = events
+    let rows: Vec<(f64, Entry)> = events
         .iter()
-        .filter_map(|e| match Entry::read(&e.kind, &e.data) {
-            Some(Entry::Interrupted(i)) => Some((i.msg_id, i.heard.trim().to_string())),
+        .filter_map(|e| Some((e.at_unix, Entry::read(&e.kind, &e.data)?)))
+        .collect();
+    let ended_by = rows
+        .iter()
+        .rev()
+        .find_map(|(_, e)| match e {
+            Entry::Ended(end) => Some(Ending::from_stored(&end.by)),
             _ => None,
         })
-        .collect();
-    let mut log = Vec::new();
-    let mut ended_by = Ending::Interrupted;
-    for e in events {
-        match Entry::read(&e.kind, &e.data) {
-            Some(Entry::Agent(l)) if l.msg_id.is_some_and(|id| cut.contains_key(&id)) => {
-                let heard = &cut[&l.msg_id.unwrap_or_default()];
-                if !heard.is_empty() {
-                    let mut line = TranscriptEntry::agent(heard, e.at_unix, state_of(&l.state));
-                    line.interrupted = true;
-                    log.push(line);
-                }
-            }
-            Some(Entry::Caller(l)) => log.push(TranscriptEntry::user(
-                &l.text,
-                e.at_unix,
-                state_of(&l.state),
-            )),
-            Some(Entry::Agent(l)) => log.push(TranscriptEntry::agent(
-                &l.text,
-                e.at_unix,
-                state_of(&l.state),
-            )),
-            Some(Entry::ToolResult(t)) => log.push(TranscriptEntry::tool(
-                if t.tool.is_empty() { "tool" } else { &t.tool },
-                t.result,
-                e.at_unix,
-                state_of(&t.state),
-            )),
-            Some(Entry::Ended(end)) => ended_by = Ending::from_stored(&end.by),
-            _ => {}
-        }
-    }
-    session.transcript_log = log;
+        .unwrap_or(Ending::Interrupted);
+    let log = log::log_of_rows(rows.iter().map(|(at, e)| (*at, e)));
+    session.transcript_log = agent::engine::transcript_of(&log);
     if session.start_time <= 0.0 {
         session.start_time = started_unix;
     }
@@ -428,6 +396,7 @@ pub fn rebuild(call_id: &str, events: &[store::StoredEvent], started_unix: f64) 
         .max(started_unix);
     Outcome {
         session,
+        log,
         ended_by,
         start_time: started_unix,
         end_time: end,
@@ -438,6 +407,7 @@ pub fn rebuild(call_id: &str, events: &[store::StoredEvent], started_unix: f64) 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use agent::State;
     use serde_json::json;
 
     #[tokio::test]

@@ -32,6 +32,7 @@ pub fn utc(ts: f64) -> DateTime<Utc> {
 /// more failed attempt, and a tool line in the transcript. Returns whether
 /// the callback was created.
 pub fn apply_callback_result(outcome: &mut Outcome, result: &Value) -> bool {
+    use voice::history::{Event, ToolOutcome};
     let s = &mut outcome.session;
     let ok = agent::tools::call_succeeded(result);
     if ok {
@@ -39,12 +40,35 @@ pub fn apply_callback_result(outcome: &mut Outcome, result: &Value) -> bool {
     } else {
         s.callback_attempts += 1;
     }
-    s.transcript_log.push(TranscriptEntry::tool(
-        "create_callback",
-        result.clone(),
-        outcome.end_time,
-        s.state,
-    ));
+    // Into the call's log, like every tool the call ran; the transcript
+    // gains its line as the log's projection gives it (the lines before
+    // it are the projection already).
+    let log = &mut outcome.log;
+    let at = std::time::Duration::try_from_secs_f64(outcome.end_time).unwrap_or_default();
+    let call_id = log.next_tool_call_id();
+    log.set_phase(s.state.as_str());
+    log.append(
+        at,
+        Event::ToolCalled {
+            call_id,
+            name: "create_callback".into(),
+            args: String::new(),
+        },
+    );
+    log.append(
+        at,
+        Event::ToolFinished {
+            call_id,
+            result: result.to_string(),
+            outcome: if ok {
+                ToolOutcome::Ok
+            } else {
+                ToolOutcome::Failed
+            },
+        },
+    );
+    s.transcript_log
+        .extend(agent::engine::transcript_of(log).pop());
     ok
 }
 
@@ -287,13 +311,7 @@ mod tests {
             ));
         }
         s.state = state;
-        Outcome {
-            session: s,
-            ended_by: Ending::Agent,
-            start_time: t0,
-            end_time: t0 + 30.0,
-            tools: Vec::new(),
-        }
+        Outcome::of_session(s, Ending::Agent, t0, t0 + 30.0)
     }
 
     fn gas_then_address(id: &str, start: DateTime<Utc>) -> Outcome {

@@ -1,14 +1,15 @@
 //! The conversation stage: the sans-IO [`Engine`] inside the voice
-//! pipeline, with the call's event log, the interruption accountant, the
-//! background work and the per-turn clocks (see the module above).
+//! pipeline, with the interruption accountant, the background work and the
+//! per-turn clocks (see the module above). What was said is the engine's
+//! log: the stage reports what the line did (a line started, played to
+//! its end, cut off after some words) by the engine's line ids, builds LLM
+//! requests from the engine's context, and journals the log as it grows.
 
 use agent::backend::Backend;
 use agent::engine::{Effect, Engine, Input, Timer};
 use agent::extract::ExtractedFields;
 use agent::prompts::Canned;
-use agent::responder::{
-    ChatMessage, ChatRole, ExtractionRequest, Responder, ScopedRequest, TurnRequest,
-};
+use agent::responder::{ChatMessage, ExtractionRequest, Responder, ScopedRequest, TurnRequest};
 use agent::session::Session;
 use serde_json::Value;
 use std::collections::HashMap;
@@ -19,9 +20,7 @@ use tokio::time::Instant;
 use voice::accountant::{Accountant, Outcome};
 use voice::floor::{Floor, MuteReason};
 use voice::frames::{ControlFrame, Custom, Data, Frame, SystemFrame, UtteranceId, UtteranceText};
-use voice::history::{
-    AgentSource, Event, EventLog, MsgId, Role as LogRole, ToolCallId, ToolOutcome,
-};
+use voice::history::{EventLog, MsgId};
 use voice::stages::llm::LlmReply;
 use voice::{Ctx, Direction, Stage};
 
@@ -36,8 +35,8 @@ pub struct CallOutcome {
     /// The call's engine, with its session and LLM context as the call
     /// left them: the transport gives it the inputs that only it can
     /// report after the pipeline stopped (the server ending the call).
+    /// Its log is the call's one record of what was said.
     pub engine: Engine,
-    pub log: EventLog,
     /// Where each answered turn's time went, in the order written.
     pub latency: Vec<TurnLatency>,
 }
@@ -49,8 +48,13 @@ impl CallOutcome {
     }
 
     /// The engine's LLM context at the end (system prompt first).
-    pub fn context(&self) -> &[ChatMessage] {
+    pub fn context(&self) -> Vec<ChatMessage> {
         self.engine.llm_messages()
+    }
+
+    /// Everything said on the call, as the engine recorded it.
+    pub fn log(&self) -> &EventLog {
+        self.engine.log()
     }
 }
 
@@ -58,7 +62,7 @@ impl std::fmt::Debug for CallOutcome {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("CallOutcome")
             .field("session", self.session())
-            .field("log", &self.log)
+            .field("log", self.log())
             .field("latency", &self.latency)
             .finish_non_exhaustive()
     }
@@ -66,7 +70,7 @@ impl std::fmt::Debug for CallOutcome {
 
 #[derive(Debug)]
 enum Bg {
-    Tool { call_id: ToolCallId, result: Value },
+    Tool { result: Value },
     Scoped(Option<String>),
     Extraction(ExtractedFields),
     Timer(Timer),
@@ -94,7 +98,6 @@ pub struct ConversationStage {
     backend: Arc<dyn Backend>,
     responder: Arc<dyn Responder>,
     floor: Arc<Floor>,
-    log: EventLog,
     /// The durable journal of this call (events as they happen).
     pub(super) journal: Option<VoiceJournal>,
     /// What the far end proved it played, for the lines still playing
@@ -105,7 +108,6 @@ pub struct ConversationStage {
     /// The reply being written, and its epoch.
     llm_pending: Option<(UtteranceId, u64)>,
     greeting: Option<UtteranceId>,
-    open_tool: Option<ToolCallId>,
     /// Where each turn's time goes (and the turns measured so far).
     clocks: TurnClocks,
     latencies: Vec<TurnLatency>,
@@ -141,14 +143,12 @@ impl ConversationStage {
                 backend,
                 responder,
                 floor,
-                log: EventLog::new(),
                 journal: None,
                 played_proof: None,
                 accountant: Accountant::default(),
                 utts: HashMap::new(),
                 llm_pending: None,
                 greeting: None,
-                open_tool: None,
                 clocks: TurnClocks::new(Instant::now(), start_unix),
                 latencies: Vec::new(),
                 start: Instant::now(),
@@ -171,14 +171,6 @@ impl ConversationStage {
         self.start_unix + self.elapsed().as_secs_f64()
     }
 
-    fn append(&mut self, e: Event) {
-        let at = self.elapsed();
-        if let Some(j) = &mut self.journal {
-            j.record(self.start_unix + at.as_secs_f64(), self.engine.state(), &e);
-        }
-        self.log.append(at, e);
-    }
-
     fn feed(&mut self, input: Input, ctx: &mut Ctx<'_>) {
         let now = self.now();
         let answers = matches!(
@@ -196,6 +188,7 @@ impl ConversationStage {
         self.clocks.set_answering(was);
         let at = self.now();
         if let Some(j) = &mut self.journal {
+            j.write(self.engine.log());
             j.session(at, self.engine.session());
         }
         self.update_floor();
@@ -221,32 +214,18 @@ impl ConversationStage {
             .set_responding(self.llm_pending.is_some() || !self.accountant.is_idle());
     }
 
-    /// The LLM request: the system prompt, then the projection of the log.
+    /// The LLM request: the engine's context (the system prompt, then the
+    /// projection of the log), as for every call.
     fn llm_request(&self) -> TurnRequest {
-        let mut messages = Vec::new();
-        if let Some(sys) = self
-            .engine
-            .llm_messages()
-            .first()
-            .filter(|m| m.role == ChatRole::System)
-        {
-            messages.push(sys.clone());
-        }
-        for m in self.log.llm_messages() {
-            messages.push(match m.role {
-                LogRole::User => ChatMessage::user(m.content),
-                LogRole::Assistant => ChatMessage::assistant(m.content),
-            });
-        }
         TurnRequest {
             state: self.engine.state(),
             session: self.engine.session().clone(),
-            messages,
+            messages: self.engine.llm_messages(),
         }
     }
 
-    fn new_utterance(&mut self, said: Option<String>, epoch: u64) -> UtteranceId {
-        let MsgId(id) = self.log.next_msg_id();
+    /// Keep track of the engine's line `id` on its way to the caller.
+    fn new_utterance(&mut self, MsgId(id): MsgId, said: Option<String>, epoch: u64) {
         self.utts.insert(
             id,
             Utt {
@@ -255,7 +234,6 @@ impl ConversationStage {
                 ..Utt::default()
             },
         );
-        id
     }
 
     /// Utterances of turns before `epoch` that never reached the output
@@ -293,16 +271,16 @@ impl ConversationStage {
 
     fn perform(&mut self, effect: Effect, ctx: &mut Ctx<'_>) {
         match effect {
-            Effect::Speak { canned, text } => {
+            Effect::Speak {
+                canned,
+                text,
+                msg_id,
+            } => {
                 if text.trim().is_empty() {
                     return;
                 }
-                let id = self.new_utterance(Some(text.clone()), ctx.epoch());
-                self.append(Event::AgentSaid {
-                    msg_id: MsgId(id),
-                    text: text.clone(),
-                    source: AgentSource::Canned { id: canned.id() },
-                });
+                let id = msg_id.0;
+                self.new_utterance(msg_id, Some(text.clone()), ctx.epoch());
                 self.clocks.reply(id, ReplyKind::Canned, Instant::now());
                 if canned == Canned::Greeting {
                     self.greeting = Some(id);
@@ -318,15 +296,15 @@ impl ConversationStage {
                 ));
                 ctx.push(Frame::data(epoch, Data::SpeakEnd { id }));
             }
-            Effect::ToLlm { text } => {
-                self.append(Event::CallerSaid { text });
+            Effect::ToLlm { reply, .. } => {
                 if self.llm_pending.take().is_some() {
                     // The caller said more while the last reply was still
                     // being written: that reply is stale everywhere.
                     ctx.interrupt();
                 }
                 let request = self.llm_request();
-                let id = self.new_utterance(None, ctx.epoch());
+                let id = reply.0;
+                self.new_utterance(reply, None, ctx.epoch());
                 self.clocks.reply(id, ReplyKind::Llm, Instant::now());
                 self.llm_pending = Some((id, ctx.epoch()));
                 ctx.push(Frame::data(
@@ -337,26 +315,14 @@ impl ConversationStage {
                     },
                 ));
             }
-            Effect::ContextUserAppend { text } => self.append(Event::CallerContext { text }),
-            Effect::PassThrough { .. } => {}
+            Effect::ContextUserAppend { .. } | Effect::PassThrough { .. } => {}
             Effect::CallTool(call) => {
-                let call_id = self.log.next_tool_call_id();
-                let args = serde_json::to_value(&call)
-                    .ok()
-                    .and_then(|v| v.get("args").cloned())
-                    .unwrap_or(Value::Null);
-                self.append(Event::ToolCalled {
-                    call_id,
-                    name: call.tool().to_string(),
-                    args: args.to_string(),
-                });
-                self.open_tool = Some(call_id);
                 self.clocks.wait_started(Wait::Tool, Instant::now());
                 self.floor.set_muted(MuteReason::Tool, true);
                 let backend = self.backend.clone();
                 self.spawn_bg(ctx, async move {
                     let result = backend.call(&call).await;
-                    Bg::Tool { call_id, result }
+                    Bg::Tool { result }
                 });
             }
             Effect::AskScopedReply { user_text } => {
@@ -396,13 +362,8 @@ impl ConversationStage {
                     Bg::Timer(timer)
                 });
             }
-            Effect::StateChanged { from, to } => self.append(Event::Note {
-                kind: "state".into(),
-                text: format!("{from} -> {to}"),
-            }),
+            Effect::StateChanged { .. } => {}
             Effect::EndCall => {
-                let reason = format!("agent hung up in {}", self.engine.state());
-                self.append(Event::CallEnded { reason });
                 let _ = self.end_tx.send(Some(Ending::Agent));
             }
         }
@@ -416,27 +377,24 @@ impl ConversationStage {
                 Some(u) => u.ended = true,
                 None => {}
             }
-            match &o {
-                Outcome::Done { .. } => {
-                    if self.greeting == Some(id) {
-                        self.floor.set_muted(MuteReason::Greeting, false);
-                    }
-                }
-                Outcome::Interrupted { heard_text, .. } => {
-                    if self.greeting == Some(id) {
-                        self.floor.set_muted(MuteReason::Greeting, false);
-                    }
-                    let heard = heard_text.clone();
-                    let said = self.utts.get_mut(&id).and_then(|u| {
-                        u.heard = Some(heard.clone());
-                        u.said.clone()
+            if self.greeting == Some(id) {
+                self.floor.set_muted(MuteReason::Greeting, false);
+            }
+            match o {
+                Outcome::Done { msg_id } => self.feed(Input::SpeechFinished { msg_id }, ctx),
+                Outcome::Interrupted { msg_id, heard_text } => {
+                    // A reply cut off before its text came is reported
+                    // when it comes (the engine only then has the line).
+                    let said = self.utts.get_mut(&id).is_none_or(|u| {
+                        u.heard = Some(heard_text.clone());
+                        u.said.is_some()
                     });
-                    if let Some(said) = said {
-                        self.feed(Input::AgentInterrupted { said, heard }, ctx);
+                    if said {
+                        let heard = heard_text;
+                        self.feed(Input::AgentInterrupted { msg_id, heard }, ctx);
                     }
                 }
             }
-            self.append(o.into());
         }
         self.update_floor();
     }
@@ -454,49 +412,21 @@ impl ConversationStage {
             return;
         }
         let heard = self.utts.get(&reply.id).and_then(|u| u.heard.clone());
-        self.append(Event::AgentSaid {
-            msg_id: MsgId(reply.id),
-            text: text.clone(),
-            source: AgentSource::Llm,
-        });
         if let Some(u) = self.utts.get_mut(&reply.id) {
             u.said = Some(text.clone());
         }
-        self.feed(
-            Input::ContextMessage(ChatMessage::assistant(text.clone())),
-            ctx,
-        );
-        self.feed(Input::CaptureAgentResponses, ctx);
+        let msg_id = MsgId(reply.id);
+        self.feed(Input::LlmReplied { msg_id, text }, ctx);
         if let Some(heard) = heard {
             // Cut off before the reply was complete: keep only what was heard.
-            self.append(Event::Interrupted {
-                msg_id: MsgId(reply.id),
-                heard_text: heard.clone(),
-            });
-            self.feed(Input::AgentInterrupted { said: text, heard }, ctx);
+            self.feed(Input::AgentInterrupted { msg_id, heard }, ctx);
         }
         self.update_floor();
     }
 
     fn background(&mut self, bg: Bg, ctx: &mut Ctx<'_>) {
         match bg {
-            Bg::Tool { call_id, result } => {
-                let ok = result
-                    .get("success")
-                    .and_then(Value::as_bool)
-                    .unwrap_or(true);
-                self.append(Event::ToolFinished {
-                    call_id,
-                    result: result.to_string(),
-                    outcome: if ok {
-                        ToolOutcome::Ok
-                    } else {
-                        ToolOutcome::Failed
-                    },
-                });
-                if self.open_tool == Some(call_id) {
-                    self.open_tool = None;
-                }
+            Bg::Tool { result } => {
                 self.clocks.wait_ended(Wait::Tool, Instant::now());
                 self.floor.set_muted(MuteReason::Tool, false);
                 self.feed(Input::ToolResult { result }, ctx);
@@ -532,17 +462,9 @@ impl ConversationStage {
         let outcomes = self.accountant.interrupt();
         self.outcomes(outcomes, ctx);
         self.cut_unplayed(u64::MAX, ctx);
-        if let Some(call_id) = self.open_tool.take() {
-            self.append(Event::ToolFinished {
-                call_id,
-                result: String::new(),
-                outcome: ToolOutcome::Cancelled,
-            });
-        }
         let last = self.clocks.finish();
         self.turn_measured(last);
-        let now = self.now();
-        let _ = self.engine.handle(Input::FlushTranscript, now);
+        self.feed(Input::CallFinished, ctx);
         if let Some(tx) = self.outcome.take() {
             // The call's engine goes with the outcome; the stopped stage
             // keeps a blank one (it handles nothing more).
@@ -553,7 +475,6 @@ impl ConversationStage {
             );
             let _ = tx.send(CallOutcome {
                 engine: std::mem::replace(&mut self.engine, blank),
-                log: self.log.clone(),
                 latency: std::mem::take(&mut self.latencies),
             });
         }
@@ -646,7 +567,7 @@ impl ConversationStage {
                 self.turn_measured(done);
             }
             ControlFrame::UtteranceStarted { id } => {
-                self.append(Event::SpeechStarted { msg_id: MsgId(id) });
+                self.feed(Input::SpeechStarted { msg_id: MsgId(id) }, ctx);
                 self.outcomes(ended, ctx);
                 // A new line is audible: the turn's filler is not needed.
                 self.feed(Input::ReplyStarted, ctx);
@@ -676,19 +597,9 @@ impl ConversationStage {
             ControlFrame::LlmReply(reply) => self.llm_reply(&reply, ctx),
             ControlFrame::LlmToolCall(call) => {
                 // Tools are chosen by the state machine, never by the
-                // LLM; a tool call from the model is recorded and
-                // refused.
-                let call_id = self.log.next_tool_call_id();
-                self.append(Event::ToolCalled {
-                    call_id,
-                    name: call.name.clone(),
-                    args: call.arguments.clone(),
-                });
-                self.append(Event::ToolFinished {
-                    call_id,
-                    result: "refused: tools are chosen by the state machine".into(),
-                    outcome: ToolOutcome::Failed,
-                });
+                // LLM: the engine records the model's call and refuses it.
+                let (name, args) = (call.name.clone(), call.arguments.clone());
+                self.feed(Input::LlmToolRefused { name, args }, ctx);
             }
             ControlFrame::Error { stage, message } => {
                 tracing::warn!(stage, %message, "pipeline error");

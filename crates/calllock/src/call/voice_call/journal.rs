@@ -1,19 +1,15 @@
-//! The voice call's events written to the call's durable journal.
+//! The voice call's journal: the engine's log written down as it grows
+//! (see [`crate::call::journal::log`]), the session when it changed, and
+//! where each answered turn's time went.
 
-use crate::call::journal::entry::{
-    Ended, Entry, Interrupted, Line, Note, Speech, ToolCall, ToolResult,
-};
+use crate::call::journal::LogWriter;
 use serde_json::Value;
-use std::collections::HashMap;
-use voice::history::Event;
+use voice::history::EventLog;
 
-/// The voice call's events in the journal's vocabulary (see
-/// [`crate::call::journal`]): caller/agent lines, interruptions with what was
-/// heard, tool calls and results, state changes, the end, the session
-/// when it changed, and where each answered turn's time went.
+/// Writes a voice call into its durable journal (see [`crate::call::journal`]).
 pub(super) struct VoiceJournal {
     journal: crate::call::journal::Journal,
-    tools: HashMap<u64, String>,
+    rows: LogWriter,
     snapshots: crate::call::journal::SessionSnapshots,
 }
 
@@ -21,66 +17,14 @@ impl VoiceJournal {
     pub(super) fn new(journal: crate::call::journal::Journal) -> Self {
         VoiceJournal {
             journal,
-            tools: HashMap::new(),
+            rows: LogWriter::default(),
             snapshots: Default::default(),
         }
     }
 
-    pub(super) fn record(&mut self, at: f64, state: agent::State, e: &Event) {
-        let st = state.as_str().to_string();
-        let entry = match e {
-            Event::CallerSaid { text } | Event::CallerContext { text } => Entry::Caller(Line {
-                text: text.clone(),
-                state: st,
-                ..Line::default()
-            }),
-            Event::AgentSaid {
-                msg_id,
-                text,
-                source,
-            } => Entry::Agent(Line {
-                text: text.clone(),
-                state: st,
-                msg_id: Some(msg_id.0),
-                source: Some(format!("{source:?}")),
-                canned: None,
-            }),
-            Event::SpeechStarted { msg_id } => Entry::SpeechStarted(Speech { msg_id: msg_id.0 }),
-            Event::SpeechFinished { msg_id } => Entry::SpeechFinished(Speech { msg_id: msg_id.0 }),
-            Event::Interrupted { msg_id, heard_text } => Entry::Interrupted(Interrupted {
-                msg_id: msg_id.0,
-                heard: heard_text.clone(),
-            }),
-            Event::ToolCalled {
-                call_id,
-                name,
-                args,
-            } => {
-                self.tools.insert(call_id.0, name.clone());
-                Entry::ToolCall(ToolCall {
-                    tool: name.clone(),
-                    args: serde_json::from_str(args).unwrap_or(Value::Null),
-                })
-            }
-            Event::ToolFinished {
-                call_id,
-                result,
-                outcome,
-            } => Entry::ToolResult(ToolResult {
-                tool: self.tools.get(&call_id.0).cloned().unwrap_or_default(),
-                result: serde_json::from_str(result)
-                    .unwrap_or_else(|_| Value::String(result.clone())),
-                state: st,
-                outcome: Some(format!("{outcome:?}")),
-            }),
-            Event::Note { kind, text } => Entry::Note(Note {
-                kind: kind.clone(),
-                text: text.clone(),
-            }),
-            Event::CallEnded { reason } => Entry::Ended(Ended { by: reason.clone() }),
-        };
-        let (kind, data) = entry.into_stored();
-        self.journal.record(at, kind, data);
+    /// Write what the call's log gained since the last call.
+    pub(super) fn write(&mut self, log: &EventLog) {
+        self.rows.write(&self.journal, log);
     }
 
     /// One measured turn, written at `at` (a `latency` event).

@@ -180,7 +180,7 @@ async fn every_stage_of_a_turn_is_stamped_where_it_happens() {
     eprintln!("{}", crate::call::latency::render(turns));
     assert_eq!(turns.len(), 2, "one record per answered turn: {turns:#?}");
     let said = |id: u64| {
-        out.log
+        out.log()
             .events()
             .iter()
             .find_map(|e| match &e.event {

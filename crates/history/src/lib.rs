@@ -5,40 +5,54 @@
 //! A voice call is not a chat. A reply is generated in full but the caller
 //! may hear only its first words before barging in; a canned line may be
 //! queued and never played; a tool may be cancelled half-way. If the
-//! conversation were kept as a mutable list of LLM messages, every one of
-//! those facts would have to be patched into it at the moment it happened,
-//! and what really happened would be lost under the patches.
+//! conversation were kept as a mutable list of LLM messages and another of
+//! transcript lines, every one of those facts would have to be patched into
+//! each copy at the moment it happened, the copies could drift apart, and
+//! what really happened would be lost under the patches.
 //!
 //! Instead, everything is recorded once, as it happens, as a typed [`Event`]
-//! with the time since call start, in an [`EventLog`] that is only ever
-//! appended to (the application persists each entry as it is appended, so a
-//! crash loses nothing). Every view of the call is a pure **projection**
-//! computed from the log when it is read:
+//! with its time and the application's phase (CallLock: the call's state),
+//! in an [`EventLog`] that is only ever appended to (the application
+//! persists each entry as it is appended, so a crash loses nothing). Every
+//! view of the call is a pure **projection** computed from the log when it
+//! is read:
 //!
 //! - [`EventLog::llm_messages`]: what the LLM is told was said. An
-//!   interrupted agent reply is replaced by what the caller actually heard
-//!   ([`Event::Interrupted`] names the reply by [`MsgId`]); a reply cut off
-//!   before its first word is left out entirely.
-//! - [`EventLog::transcript`]: the record of the call, every caller and agent
-//!   line with its time, interrupted lines marked.
+//!   interrupted agent line is replaced by what the caller actually heard
+//!   ([`Event::Interrupted`] names it by [`MsgId`]); a line cut off before
+//!   its first word is left out entirely.
+//! - [`EventLog::transcript`]: the record of the call — caller lines, agent
+//!   lines where they were written down ([`Event::Captured`]), tool
+//!   results — each with its time and phase; a line the caller cut off
+//!   keeps only what they heard, and one cut off before its first word is
+//!   not part of the record.
 //! - [`EventLog::open_tool_calls`] and [`EventLog::unfinished_utterances`]:
 //!   invariant checks (every tool call finishes or is cancelled; every
 //!   utterance is played to the end or interrupted).
 //!
+//! What the caller said and what the LLM is sent are separate events: the
+//! transcript keeps each utterance as it was heard ([`Event::CallerSaid`]),
+//! while the LLM may receive several joined into one message, or none
+//! ([`Event::LlmAsked`], [`Event::Context`]). An agent line enters the LLM
+//! context when it is said ([`Event::AgentSaid`]) and the transcript when
+//! it is captured ([`Event::Captured`]): for a canned line at once, for an
+//! LLM reply at the application's next capture point.
+//!
 //! Because the projections are computed, the order in which facts arrive
 //! does not matter much: an `Interrupted` appended after the caller's next
-//! words still edits the reply *where it was said*.
+//! words still edits the line *where it was said*.
 //!
-//! The heard text itself comes from the interruption accountant
-//! ([`crate::accountant`]), which knows how much audio of each utterance was
+//! The heard text itself comes from the interruption accountant (the voice
+//! crate's `accountant`), which knows how much audio of each utterance was
 //! played. When only the heard text is known and not which utterance it
 //! belongs to, [`EventLog::interrupt_by_text`] finds the utterance by
 //! normalised text — a fallback, never the normal path.
 //!
-//! This module is sans-IO: no clock (times are given as [`Duration`] since
-//! call start), no persistence, no async. It knows nothing of the business:
-//! which tools exist, which states a call goes through, or what a [`Note`]
-//! kind means is the application's affair.
+//! This crate is sans-IO: no clock (times are given as a [`Duration`] on
+//! the application's clock — since call start, or since the Unix epoch),
+//! no persistence, no async. It knows nothing of the business: which tools
+//! exist, which phases a call goes through, or what a [`Note`] kind means
+//! is the application's affair.
 //!
 //! [`Note`]: Event::Note
 
@@ -70,29 +84,44 @@ pub enum AgentSource {
 pub enum ToolOutcome {
     Ok,
     Failed,
+    /// Still running when the call ended.
     Cancelled,
+    /// Asked for by the model, but the application chooses its tools
+    /// itself: recorded, never run.
+    Refused,
+}
+
+impl ToolOutcome {
+    /// The tool ran and answered (well or not): its result is part of the
+    /// transcript.
+    pub fn answered(self) -> bool {
+        matches!(self, ToolOutcome::Ok | ToolOutcome::Failed)
+    }
 }
 
 /// One fact about the call. Events hold only text (no audio), so they are
 /// cheap to clone.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Event {
-    /// The caller said this and it was sent to the LLM as a user message.
+    /// The caller said this (one recognised utterance): a caller line of
+    /// the transcript. What the LLM is sent of it is a separate event.
     CallerSaid { text: String },
-    /// Caller text added to the LLM context without asking for a reply
-    /// (projected exactly like [`Event::CallerSaid`]; kept apart so the log
-    /// says which happened).
-    CallerContext { text: String },
+    /// A user message sent to the LLM for a reply (the caller's words, or
+    /// several utterances joined).
+    LlmAsked { text: String },
+    /// A message added to the LLM context without asking for a reply.
+    Context { role: Role, text: String },
     /// A reply was generated or a canned line was queued for speech: the
-    /// full text the agent intended to say.
+    /// full text the agent intended to say. It joins the LLM context here.
     AgentSaid {
         msg_id: MsgId,
         text: String,
         source: AgentSource,
     },
-    /// The first audio of the utterance reached the caller. Optional: when
-    /// present, the transcript stamps the line with this time (a line is
-    /// stamped when it was spoken) instead of the time of `AgentSaid`.
+    /// The utterance is written into the transcript here (with this
+    /// entry's time and phase). Only the first capture of an id counts.
+    Captured { msg_id: MsgId },
+    /// The first audio of the utterance reached the caller.
     SpeechStarted { msg_id: MsgId },
     /// The caller cut the utterance off; `heard_text` is what they actually
     /// heard (may be empty).
@@ -105,34 +134,45 @@ pub enum Event {
         name: String,
         args: String,
     },
-    /// A tool call ended (a cancelled call ends too).
+    /// A tool call ended (a cancelled or refused call ends too).
     ToolFinished {
         call_id: ToolCallId,
         result: String,
         outcome: ToolOutcome,
     },
-    /// Anything else worth recording (a state change, a hang-up decision…);
-    /// the application picks the `kind` strings.
+    /// The application's phase changed (CallLock: the call's state). Every
+    /// entry carries the phase it was appended in; this records the move.
+    PhaseChanged {
+        from: &'static str,
+        to: &'static str,
+    },
+    /// Anything else worth recording; the application picks the `kind`
+    /// strings.
     Note { kind: String, text: String },
-    /// The call ended.
+    /// The call ended; `reason` in the application's words.
     CallEnded { reason: String },
 }
 
-/// One appended event with its sequence number and time since call start.
+/// One appended event with its sequence number, time and phase.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Entry {
     /// Position in the log: 0 for the first entry, then one more each time.
     pub seq: u64,
-    /// Time since call start, as given to [`EventLog::append`].
+    /// Time on the application's clock, as given to [`EventLog::append`].
     pub at: Duration,
+    /// The application's phase when the entry was appended
+    /// ([`EventLog::set_phase`]; "" when never set).
+    pub phase: &'static str,
     pub event: Event,
 }
 
 /// Who a message to the LLM is from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Role {
+    System,
     User,
     Assistant,
+    Tool,
 }
 
 /// One message of the [`EventLog::llm_messages`] projection.
@@ -142,32 +182,39 @@ pub struct Message {
     pub content: String,
 }
 
-/// Who spoke a [`TranscriptLine`].
+/// Who a [`TranscriptLine`] is from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Speaker {
     Caller,
     Agent,
+    /// A tool's result (`text` is the result, JSON text as recorded).
+    Tool,
 }
 
 /// One line of the [`EventLog::transcript`] projection.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TranscriptLine {
-    /// When it was said: for the agent, when its speech started if that was
-    /// recorded, else when it was queued.
+    /// When it was written down: a caller line when it was recognised, an
+    /// agent line when it was captured, a tool line when the tool answered.
     pub at: Duration,
+    /// The phase then.
+    pub phase: &'static str,
     pub speaker: Speaker,
     /// For an interrupted agent line, only what the caller heard.
     pub text: String,
-    /// The agent was cut off during (or before) this line.
+    /// The caller cut the agent off during this line.
     pub interrupted: bool,
     /// The utterance, for agent lines.
     pub msg_id: Option<MsgId>,
+    /// The tool's name, for tool lines.
+    pub tool: Option<String>,
 }
 
-/// The per-call, append-only event log. See the [module docs](self).
+/// The per-call, append-only event log. See the [crate docs](crate).
 #[derive(Clone, Debug, Default)]
 pub struct EventLog {
     entries: Vec<Entry>,
+    phase: &'static str,
     next_msg: u64,
     next_call: u64,
 }
@@ -184,7 +231,17 @@ impl EventLog {
         Self::default()
     }
 
-    /// Append an event at `at` (time since call start; stored as given) and
+    /// The phase later entries are appended in (until set again).
+    pub fn set_phase(&mut self, phase: &'static str) {
+        self.phase = phase;
+    }
+
+    /// The phase entries are appended in now.
+    pub fn phase(&self) -> &'static str {
+        self.phase
+    }
+
+    /// Append an event at `at` (stored as given) in the current phase and
     /// return its sequence number.
     ///
     /// Ids found in the event move the allocators past them, so a log
@@ -201,7 +258,12 @@ impl EventLog {
             _ => {}
         }
         let seq = self.entries.len() as u64;
-        self.entries.push(Entry { seq, at, event });
+        self.entries.push(Entry {
+            seq,
+            at,
+            phase: self.phase,
+            event,
+        });
         seq
     }
 
@@ -222,6 +284,18 @@ impl EventLog {
         self.entries.is_empty()
     }
 
+    /// The first `n` entries as a log of their own (what the log was
+    /// when it held `n` entries).
+    pub fn prefix(&self, n: usize) -> EventLog {
+        let mut log = EventLog::new();
+        for e in &self.entries[..n.min(self.entries.len())] {
+            log.phase = e.phase;
+            log.append(e.at, e.event.clone());
+        }
+        log.phase = self.phase;
+        log
+    }
+
     /// A fresh utterance id, never used in this log before.
     pub fn next_msg_id(&mut self) -> MsgId {
         let id = MsgId(self.next_msg);
@@ -238,7 +312,9 @@ impl EventLog {
 
     /// What the LLM is told was said, in the order it was said.
     ///
-    /// - `CallerSaid` and `CallerContext` become [`Role::User`] messages.
+    /// - `LlmAsked` becomes a [`Role::User`] message, `Context` a message
+    ///   of its role. `CallerSaid` is not part of it: what the LLM is sent
+    ///   of the caller's words is recorded apart.
     /// - `AgentSaid` (LLM replies and canned lines alike) becomes a
     ///   [`Role::Assistant`] message at the position of the `AgentSaid`,
     ///   with the full text — unless the utterance was interrupted: then the
@@ -247,17 +323,20 @@ impl EventLog {
     /// - Only the first ending event of an utterance counts (an
     ///   `Interrupted` after `SpeechFinished` changes nothing, and the other
     ///   way round); an ending for an unknown id is ignored.
-    /// - Tool calls and results, notes, speech starts and the call end are
-    ///   not part of this projection: the application keeps tool results in
-    ///   its own context (typed, per tool). Consecutive messages of the same
-    ///   role are not merged.
+    /// - Tool calls and results, captures, notes, speech starts and the
+    ///   call end are not part of this projection. Consecutive messages of
+    ///   the same role are not merged.
     pub fn llm_messages(&self) -> Vec<Message> {
         let endings = self.endings();
         let mut out = Vec::new();
         for entry in &self.entries {
             match &entry.event {
-                Event::CallerSaid { text } | Event::CallerContext { text } => out.push(Message {
+                Event::LlmAsked { text } => out.push(Message {
                     role: Role::User,
+                    content: text.clone(),
+                }),
+                Event::Context { role, text } => out.push(Message {
+                    role: *role,
                     content: text.clone(),
                 }),
                 Event::AgentSaid { msg_id, text, .. } => {
@@ -278,48 +357,70 @@ impl EventLog {
         out
     }
 
-    /// Every caller and agent line, in the order they were said.
+    /// The record of the call: every caller, agent and tool line, in the
+    /// order they were written down.
     ///
-    /// Caller lines come from `CallerSaid` and `CallerContext`. Agent lines
-    /// come from `AgentSaid` (canned lines included) at its position; they
-    /// are stamped with the utterance's `SpeechStarted` time when recorded.
-    /// An interrupted line shows the heard text (trimmed) with
-    /// `interrupted: true` — also when nothing was heard, so the record shows
-    /// the agent was cut off before its first word. A line not (yet)
-    /// finished or interrupted shows the full intended text.
+    /// - A caller line at each `CallerSaid`.
+    /// - An agent line at the first `Captured` of an utterance that was
+    ///   said (`AgentSaid`) with words in it. A line the caller cut off
+    ///   shows the heard text (trimmed) with `interrupted: true`; a line cut
+    ///   off before its first word is no line at all. A line not (yet)
+    ///   finished or interrupted shows the full intended text.
+    /// - A tool line at each `ToolFinished` of a tool that answered
+    ///   ([`ToolOutcome::answered`]), named by its `ToolCalled`.
     pub fn transcript(&self) -> Vec<TranscriptLine> {
         let endings = self.endings();
-        let mut started: HashMap<MsgId, Duration> = HashMap::new();
-        for entry in &self.entries {
-            if let Event::SpeechStarted { msg_id } = entry.event {
-                started.entry(msg_id).or_insert(entry.at);
-            }
-        }
+        let mut said: HashMap<MsgId, &str> = HashMap::new();
+        let mut tools: HashMap<ToolCallId, &str> = HashMap::new();
+        let mut captured: Vec<MsgId> = Vec::new();
         let mut out = Vec::new();
         for entry in &self.entries {
+            let line = |speaker, text: &str| TranscriptLine {
+                at: entry.at,
+                phase: entry.phase,
+                speaker,
+                text: text.to_owned(),
+                interrupted: false,
+                msg_id: None,
+                tool: None,
+            };
             match &entry.event {
-                Event::CallerSaid { text } | Event::CallerContext { text } => {
-                    out.push(TranscriptLine {
-                        at: entry.at,
-                        speaker: Speaker::Caller,
-                        text: text.clone(),
-                        interrupted: false,
-                        msg_id: None,
-                    })
-                }
+                Event::CallerSaid { text } => out.push(line(Speaker::Caller, text)),
                 Event::AgentSaid { msg_id, text, .. } => {
+                    said.entry(*msg_id).or_insert(text);
+                }
+                Event::Captured { msg_id } => {
+                    if captured.contains(msg_id) {
+                        continue;
+                    }
+                    captured.push(*msg_id);
+                    let Some(text) = said.get(msg_id) else {
+                        continue;
+                    };
                     let (text, interrupted) = match endings.get(msg_id) {
                         Some(Ending::Interrupted(heard)) => (heard.trim(), true),
-                        _ => (text.as_str(), false),
+                        _ => (*text, false),
                     };
+                    if text.trim().is_empty() {
+                        continue;
+                    }
                     out.push(TranscriptLine {
-                        at: started.get(msg_id).copied().unwrap_or(entry.at),
-                        speaker: Speaker::Agent,
-                        text: text.to_owned(),
                         interrupted,
                         msg_id: Some(*msg_id),
+                        ..line(Speaker::Agent, text)
                     });
                 }
+                Event::ToolCalled { call_id, name, .. } => {
+                    tools.insert(*call_id, name);
+                }
+                Event::ToolFinished {
+                    call_id,
+                    result,
+                    outcome,
+                } if outcome.answered() => out.push(TranscriptLine {
+                    tool: Some(tools.get(call_id).copied().unwrap_or("tool").to_owned()),
+                    ..line(Speaker::Tool, result)
+                }),
                 _ => {}
             }
         }
@@ -469,8 +570,10 @@ mod tests {
         Duration::from_millis(n)
     }
 
+    /// The caller says `text` and it is sent to the LLM as it is.
     fn caller(log: &mut EventLog, at: u64, text: &str) {
         log.append(ms(at), Event::CallerSaid { text: text.into() });
+        log.append(ms(at), Event::LlmAsked { text: text.into() });
     }
 
     fn agent(log: &mut EventLog, at: u64, text: &str) -> MsgId {
@@ -588,7 +691,8 @@ mod tests {
         caller(&mut log, 1500, "My heater is broken.");
         log.append(
             ms(1600),
-            Event::CallerContext {
+            Event::Context {
+                role: Role::User,
                 text: "Caller is calling from 555-0100.".into(),
             },
         );
@@ -707,42 +811,109 @@ mod tests {
     }
 
     #[test]
-    fn transcript_marks_interrupted_lines_and_keeps_unheard_ones() {
+    fn transcript_writes_lines_where_captured_and_drops_unheard_ones() {
         let mut log = EventLog::new();
+        log.set_phase("welcome");
         let greeting = agent(&mut log, 0, "Hello!");
+        log.append(ms(1), Event::Captured { msg_id: greeting });
         log.append(ms(40), Event::SpeechStarted { msg_id: greeting });
-        log.append(ms(41), Event::SpeechStarted { msg_id: greeting });
         log.append(ms(500), Event::SpeechFinished { msg_id: greeting });
         caller(&mut log, 1000, "Hi, my AC is out.");
+        log.set_phase("lookup");
+        let call_id = log.next_tool_call_id();
+        log.append(
+            ms(1050),
+            Event::ToolCalled {
+                call_id,
+                name: "lookup_caller".into(),
+                args: "{}".into(),
+            },
+        );
         log.append(
             ms(1100),
-            Event::CallerContext {
-                text: "(silence)".into(),
+            Event::ToolFinished {
+                call_id,
+                result: r#"{"found":false}"#.into(),
+                outcome: ToolOutcome::Ok,
             },
         );
         let cut = agent(&mut log, 1200, "Sorry to hear that, let me help.");
         let unheard = agent(&mut log, 1210, "What is your address?");
         let playing = agent(&mut log, 1220, "Still going.");
+        let never = agent(&mut log, 1230, "Not captured.");
+        for (at, msg_id) in [(1300, cut), (1301, unheard), (1302, playing), (1303, cut)] {
+            log.append(ms(at), Event::Captured { msg_id });
+        }
         interrupted(&mut log, 1900, cut, "Sorry to hear that,");
         interrupted(&mut log, 1900, unheard, "");
-        let line = |at, speaker, text: &str, interrupted, msg_id| TranscriptLine {
+        let refused = log.next_tool_call_id();
+        log.append(
+            ms(1950),
+            Event::ToolCalled {
+                call_id: refused,
+                name: "anything".into(),
+                args: "{}".into(),
+            },
+        );
+        log.append(
+            ms(1950),
+            Event::ToolFinished {
+                call_id: refused,
+                result: "refused".into(),
+                outcome: ToolOutcome::Refused,
+            },
+        );
+        let line = |at, phase, speaker, text: &str| TranscriptLine {
             at: ms(at),
+            phase,
             speaker,
             text: text.into(),
-            interrupted,
-            msg_id,
+            interrupted: false,
+            msg_id: None,
+            tool: None,
         };
         assert_eq!(
             log.transcript(),
             [
-                line(40, Speaker::Agent, "Hello!", false, Some(greeting)),
-                line(1000, Speaker::Caller, "Hi, my AC is out.", false, None),
-                line(1100, Speaker::Caller, "(silence)", false, None),
-                line(1200, Speaker::Agent, "Sorry to hear that,", true, Some(cut)),
-                line(1210, Speaker::Agent, "", true, Some(unheard)),
-                line(1220, Speaker::Agent, "Still going.", false, Some(playing)),
+                TranscriptLine {
+                    msg_id: Some(greeting),
+                    ..line(1, "welcome", Speaker::Agent, "Hello!")
+                },
+                line(1000, "welcome", Speaker::Caller, "Hi, my AC is out."),
+                TranscriptLine {
+                    tool: Some("lookup_caller".into()),
+                    ..line(1100, "lookup", Speaker::Tool, r#"{"found":false}"#)
+                },
+                TranscriptLine {
+                    msg_id: Some(cut),
+                    interrupted: true,
+                    ..line(1300, "lookup", Speaker::Agent, "Sorry to hear that,")
+                },
+                TranscriptLine {
+                    msg_id: Some(playing),
+                    ..line(1302, "lookup", Speaker::Agent, "Still going.")
+                },
             ]
         );
+        assert_eq!(log.unfinished_utterances(), [playing, never]);
+        // The LLM hears every line said, whether captured or not.
+        assert_eq!(log.llm_messages().len(), 5);
+    }
+
+    #[test]
+    fn a_prefix_is_the_log_as_it_was() {
+        let mut log = EventLog::new();
+        log.set_phase("a");
+        caller(&mut log, 0, "One.");
+        log.set_phase("b");
+        let id = agent(&mut log, 10, "Two.");
+        let p = log.prefix(2);
+        assert_eq!(p.events(), &log.events()[..2]);
+        assert_eq!(p.phase(), "b");
+        let mut p = log.prefix(1);
+        assert_eq!(p.events()[0].phase, "a");
+        assert_ne!(p.next_msg_id(), MsgId(id.0 + 1));
+        assert_eq!(log.prefix(99).len(), log.len());
     }
 
     #[test]
