@@ -491,12 +491,11 @@ impl Report {
             .iter()
             .filter_map(|c| c.request.get::<TurnRequest>().map(|r| r.messages.clone()))
             .collect();
-        v.extend(crate::one_log::violations(&crate::one_log::Evidence {
-            log: out.log(),
-            requests: &requests,
-            transcript: &out.session().transcript_log,
-            journal: None,
-        }));
+        v.extend(crate::one_log::requests(out.log(), &requests));
+        v.extend(crate::one_log::transcript(
+            out.log(),
+            &out.session().transcript_log,
+        ));
         v
     }
 

@@ -52,6 +52,14 @@ impl Vendors {
         }
     }
 
+    /// A server on the fakes (its records checked against the fake LLM's
+    /// requests too).
+    async fn serve(&self) -> Served {
+        let mut s = serve_with(|c| self.configure(c)).await;
+        s.llm = Some(self.llm.clone());
+        s
+    }
+
     /// Point `cfg` at the fakes.
     fn configure(&self, c: &mut Config) {
         c.deepgram.api_key = "test-key".into();
@@ -86,7 +94,7 @@ async fn answered(c: &mut Caller, line: &str) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_booking_call_through_every_vendor() {
     let v = Vendors::start().await;
-    let s = serve_with(|c| v.configure(c)).await;
+    let s = v.serve().await;
     let mut c = Caller::call(&s.dial("+15125559876")).await;
     let sid = c.sid();
     let hang_up = twilio_rest(&v.twilio, &sid);
@@ -202,7 +210,7 @@ async fn a_barge_in_during_a_slow_inworld_stream_cancels_it_and_nothing_stale_pl
         }
         fake_llm::llm_handler(req)
     }));
-    let s = serve_with(|c| v.configure(c)).await;
+    let s = v.serve().await;
     let mut c = Caller::call(&s.dial("+15125559876")).await;
     let sid = c.sid();
     c.agent_turn().await;
@@ -273,7 +281,7 @@ async fn two_lines_heard_through(b: FakeBehaviour) -> Vendors {
     ];
     let v = Vendors::start().await;
     v.deepgram.set_behaviour(b);
-    let s = serve_with(|c| v.configure(c)).await;
+    let s = v.serve().await;
     let mut c = Caller::call(&s.dial("+15125559876")).await;
     let sid = c.sid();
     for line in LINES {
@@ -315,7 +323,7 @@ async fn refused_key() -> (Vendors, Served) {
         refuse: Some(401),
         ..FakeBehaviour::default()
     });
-    let s = serve_with(|c| v.configure(c)).await;
+    let s = v.serve().await;
     (v, s)
 }
 
@@ -351,7 +359,7 @@ async fn deepgram_hearing_but_never_answering_is_caught_by_the_watchdog() {
         silent: true,
         ..FakeBehaviour::default()
     });
-    let s = serve_with(|c| v.configure(c)).await;
+    let s = v.serve().await;
     let mut c = Caller::call(&s.dial("+15125550555")).await;
     let sid = c.sid();
     // The greeting plays; the caller answers; Deepgram says nothing. The

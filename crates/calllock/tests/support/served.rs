@@ -21,6 +21,9 @@ pub struct Served {
     pub server: Server,
     pub cfg: Config,
     pub _dir: tempfile::TempDir,
+    /// The fake LLM the server talks to, when it has one: a record's
+    /// one-log check then holds the LLM's requests against the call's log.
+    pub llm: Option<std::sync::Arc<providers::fake::openai::FakeOpenAi>>,
 }
 
 /// A server on a fresh SQLite database with fast speech.
@@ -44,6 +47,7 @@ pub async fn serve_with(f: impl FnOnce(&mut Config)) -> Served {
         server,
         cfg,
         _dir: dir,
+        llm: None,
     }
 }
 
@@ -64,18 +68,49 @@ impl Served {
         }
     }
 
-    /// The finished record of `call_id` (post-call done), waiting for it.
+    /// The finished record of `call_id` (post-call done), waiting for it;
+    /// it, the journal and the LLM's requests must keep one log
+    /// ([`Served::assert_one_log`]).
     pub async fn record(&self, call_id: &str) -> store::CallRecord {
         let deadline = Instant::now() + Duration::from_secs(20);
         loop {
             if let Some(r) = self.server.store().get_call(call_id).await.unwrap() {
                 if r.ended_at.is_some() && !r.record.is_null() {
+                    self.assert_one_log(call_id, &r).await;
                     return r;
                 }
             }
             assert!(Instant::now() < deadline, "no record for {call_id}");
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
+    }
+}
+
+impl Served {
+    /// One call, one log: the call's journal is a log written down (read
+    /// back and written again it is the same), the record's transcript is
+    /// that log's projection (plus what post-call work added), and — with
+    /// a fake LLM and this the server's only call — every LLM turn request
+    /// was the log's context when it was made.
+    pub async fn assert_one_log(&self, call_id: &str, rec: &store::CallRecord) {
+        use calllock::one_log;
+        let store = self.server.store();
+        let events = store.events(call_id).await.unwrap();
+        let rows = one_log::journal_rows(&events);
+        let log = calllock::call::journal::log::log_of_rows(rows.iter().map(|(at, e)| (*at, e)));
+        let mut bad = one_log::journal(&log, &rows);
+        let fc = calllock::call::record::FinishedCall::from_stored(&rec.record).expect("a record");
+        bad.extend(one_log::record(&log, &fc, true));
+        let only_call = store.count_calls().await.unwrap() == 1;
+        if let (Some(llm), true) = (&self.llm, only_call) {
+            let bodies: Vec<Value> = llm.requests().into_iter().map(|r| r.body).collect();
+            bad.extend(one_log::requests(&log, &one_log::openai_turns(&bodies)));
+        }
+        assert!(
+            bad.is_empty(),
+            "{call_id} does not keep one log:\n  {}",
+            bad.join("\n  ")
+        );
     }
 }
 
