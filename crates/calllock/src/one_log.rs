@@ -171,3 +171,34 @@ pub fn openai_turns(bodies: &[serde_json::Value]) -> Vec<Vec<ChatMessage>> {
         .filter_map(|b| serde_json::from_value(b["messages"].clone()).ok())
         .collect()
 }
+
+/// A stored call against the log its journal holds: the journal is a log
+/// written down (read back and written again it is the same), the saved
+/// record's transcript is its projection (plus what post-call work
+/// added), and the LLM turn requests (`llm_bodies`: the request bodies a
+/// fake OpenAI-compatible server received, when they were all this
+/// call's) were its context when each was made.
+pub async fn stored_call(
+    store: &store::Store,
+    call_id: &str,
+    llm_bodies: Option<&[serde_json::Value]>,
+) -> Vec<String> {
+    let events = match store.events(call_id).await {
+        Ok(e) => e,
+        Err(e) => return vec![format!("{call_id}: no journal: {e}")],
+    };
+    let rows = journal_rows(&events);
+    let log = log_of_rows(rows.iter().map(|(at, e)| (*at, e)));
+    let mut bad = journal(&log, &rows);
+    match store.get_call(call_id).await {
+        Ok(Some(rec)) => match FinishedCall::from_stored(&rec.record) {
+            Ok(fc) => bad.extend(record(&log, &fc, true)),
+            Err(e) => bad.push(format!("{call_id}: the record cannot be read: {e}")),
+        },
+        other => bad.push(format!("{call_id}: no record: {other:?}")),
+    }
+    if let Some(bodies) = llm_bodies {
+        bad.extend(requests(&log, &openai_turns(bodies)));
+    }
+    bad
+}

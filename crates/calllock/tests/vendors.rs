@@ -377,6 +377,22 @@ fn user_contents(body: &Value) -> Vec<String> {
         .unwrap_or_default()
 }
 
+/// The call `id` in `db` keeps one log: its journal, its record and the
+/// fake LLM's turn requests (this test's only call; `None` when an ADK
+/// agent, not the engine, kept the conversation the LLM was sent) are
+/// projections of it.
+async fn assert_one_log(db: &Path, id: &str, llm: Option<&FakeOpenAi>) {
+    let store = store::Store::open(db).await.unwrap();
+    let bodies: Option<Vec<Value>> =
+        llm.map(|llm| llm.requests().into_iter().map(|r| r.body).collect());
+    let bad = calllock::one_log::stored_call(&store, id, bodies.as_deref()).await;
+    assert!(
+        bad.is_empty(),
+        "{id} does not keep one log:\n  {}",
+        bad.join("\n  ")
+    );
+}
+
 fn db_in(dir: &tempfile::TempDir) -> PathBuf {
     dir.path().join("calllock.db")
 }
@@ -577,6 +593,10 @@ async fn full_call_through_the_vendors(extra_env: &[(&str, &str)]) -> Fakes {
 
     // The saved record and the outbox.
     let rec = calllock_json(&db, &env, &["calls", "show", &id, "--json"]);
+    let adk = extra_env
+        .iter()
+        .any(|(k, v)| *k == "CALLLOCK_LLM_KIND" && *v == "adk");
+    assert_one_log(&db, &id, (!adk).then_some(&*fakes.llm)).await;
     assert_eq!(rec["final_state"], "confirm", "{rec}");
     assert_eq!(rec["booking_status"], "confirmed");
     assert_eq!(rec["classification"]["call_type"], "SERVICE");
@@ -661,6 +681,7 @@ async fn vendors_go_down_mid_call_and_nothing_is_lost() {
     let id = saved_call_id(&finished);
     assert!(id.starts_with("chat-"), "{id}");
     let rec = calllock_json(&db, &env, &["calls", "show", &id, "--json"]);
+    assert_one_log(&db, &id, Some(&fakes.llm)).await;
     assert_eq!(rec["final_state"], "booking_failed", "{rec}");
     assert_eq!(rec["booking_status"], "attempted_failed");
     // A callback was promised (it waits in the outbox): the record says

@@ -92,6 +92,15 @@ pub enum ToolOutcome {
 }
 
 impl ToolOutcome {
+    /// The outcome of a tool that answered, well (`ok`) or not.
+    pub fn of_answer(ok: bool) -> Self {
+        if ok {
+            ToolOutcome::Ok
+        } else {
+            ToolOutcome::Failed
+        }
+    }
+
     /// The tool ran and answered (well or not): its result is part of the
     /// transcript.
     pub fn answered(self) -> bool {

@@ -307,11 +307,7 @@ impl<P: Policy> Engine<P> {
                 Event::ToolFinished {
                     call_id,
                     result: result.to_string(),
-                    outcome: if ok {
-                        ToolOutcome::Ok
-                    } else {
-                        ToolOutcome::Failed
-                    },
+                    outcome: ToolOutcome::of_answer(ok),
                 },
             );
         }

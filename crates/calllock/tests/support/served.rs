@@ -92,20 +92,15 @@ impl Served {
     /// that log's projection (plus what post-call work added), and — with
     /// a fake LLM and this the server's only call — every LLM turn request
     /// was the log's context when it was made.
-    pub async fn assert_one_log(&self, call_id: &str, rec: &store::CallRecord) {
-        use calllock::one_log;
+    pub async fn assert_one_log(&self, call_id: &str, _rec: &store::CallRecord) {
         let store = self.server.store();
-        let events = store.events(call_id).await.unwrap();
-        let rows = one_log::journal_rows(&events);
-        let log = calllock::call::journal::log::log_of_rows(rows.iter().map(|(at, e)| (*at, e)));
-        let mut bad = one_log::journal(&log, &rows);
-        let fc = calllock::call::record::FinishedCall::from_stored(&rec.record).expect("a record");
-        bad.extend(one_log::record(&log, &fc, true));
         let only_call = store.count_calls().await.unwrap() == 1;
-        if let (Some(llm), true) = (&self.llm, only_call) {
-            let bodies: Vec<Value> = llm.requests().into_iter().map(|r| r.body).collect();
-            bad.extend(one_log::requests(&log, &one_log::openai_turns(&bodies)));
-        }
+        let bodies: Option<Vec<Value>> = self
+            .llm
+            .as_ref()
+            .filter(|_| only_call)
+            .map(|llm| llm.requests().into_iter().map(|r| r.body).collect());
+        let bad = calllock::one_log::stored_call(store, call_id, bodies.as_deref()).await;
         assert!(
             bad.is_empty(),
             "{call_id} does not keep one log:\n  {}",

@@ -113,6 +113,21 @@ fn role_name(role: Role) -> &'static str {
     }
 }
 
+/// Append a call of the tool `name` to `log`; its id.
+fn called(log: &mut EventLog, at: Duration, name: &str, args: String) -> ToolCallId {
+    let call_id = log.next_tool_call_id();
+    let name = name.to_string();
+    log.append(
+        at,
+        Event::ToolCalled {
+            call_id,
+            name,
+            args,
+        },
+    );
+    call_id
+}
+
 /// The log a journal's events hold (`(at_unix, entry)` in order; other
 /// kinds left out): the inverse of [`row`]. Journals written before the
 /// log was journaled whole (no `said` events) read as well: an agent line
@@ -212,36 +227,15 @@ pub fn log_of_rows<'a>(rows: impl IntoIterator<Item = (f64, &'a Entry)>) -> Even
                 );
             }
             Entry::ToolCall(t) => {
-                let call_id = log.next_tool_call_id();
+                let call_id = called(&mut log, at, &t.tool, t.args.to_string());
                 tools.entry(t.tool.clone()).or_default().push(call_id);
-                let (name, args) = (t.tool.clone(), t.args.to_string());
-                log.append(
-                    at,
-                    Event::ToolCalled {
-                        call_id,
-                        name,
-                        args,
-                    },
-                );
             }
             Entry::ToolResult(t) => {
                 set_phase(&mut log, &t.state);
                 let open = tools.get_mut(&t.tool).and_then(|ids| ids.pop());
                 let call_id = match open {
                     Some(id) => id,
-                    None => {
-                        let call_id = log.next_tool_call_id();
-                        let (name, args) = (t.tool.clone(), String::new());
-                        log.append(
-                            at,
-                            Event::ToolCalled {
-                                call_id,
-                                name,
-                                args,
-                            },
-                        );
-                        call_id
-                    }
+                    None => called(&mut log, at, &t.tool, String::new()),
                 };
                 let outcome = match t.outcome.as_deref() {
                     Some("Failed") => ToolOutcome::Failed,

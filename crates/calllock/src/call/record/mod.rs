@@ -60,11 +60,7 @@ pub fn apply_callback_result(outcome: &mut Outcome, result: &Value) -> bool {
         Event::ToolFinished {
             call_id,
             result: result.to_string(),
-            outcome: if ok {
-                ToolOutcome::Ok
-            } else {
-                ToolOutcome::Failed
-            },
+            outcome: ToolOutcome::of_answer(ok),
         },
     );
     s.transcript_log
