@@ -378,12 +378,21 @@ impl EventLog {
     /// - A tool line at each `ToolFinished` of a tool that answered
     ///   ([`ToolOutcome::answered`]), named by its `ToolCalled`.
     pub fn transcript(&self) -> Vec<TranscriptLine> {
+        self.transcript_since(0)
+    }
+
+    /// The lines of [`transcript`](Self::transcript) written down by the
+    /// entries from `start` on (the rest of the log still says what they
+    /// are): a transcript kept up to date as the log grows appends these
+    /// — unless an `Interrupted` came, which edits a line already there.
+    pub fn transcript_since(&self, start: usize) -> Vec<TranscriptLine> {
         let endings = self.endings();
         let mut said: HashMap<MsgId, &str> = HashMap::new();
         let mut tools: HashMap<ToolCallId, &str> = HashMap::new();
         let mut captured: Vec<MsgId> = Vec::new();
         let mut out = Vec::new();
-        for entry in &self.entries {
+        for (i, entry) in self.entries.iter().enumerate() {
+            let written = i >= start;
             let line = |speaker, text: &str| TranscriptLine {
                 at: entry.at,
                 phase: entry.phase,
@@ -394,7 +403,7 @@ impl EventLog {
                 tool: None,
             };
             match &entry.event {
-                Event::CallerSaid { text } => out.push(line(Speaker::Caller, text)),
+                Event::CallerSaid { text } if written => out.push(line(Speaker::Caller, text)),
                 Event::AgentSaid { msg_id, text, .. } => {
                     said.entry(*msg_id).or_insert(text);
                 }
@@ -403,7 +412,7 @@ impl EventLog {
                         continue;
                     }
                     captured.push(*msg_id);
-                    let Some(text) = said.get(msg_id) else {
+                    let Some(text) = said.get(msg_id).filter(|_| written) else {
                         continue;
                     };
                     let (text, interrupted) = match endings.get(msg_id) {
@@ -426,7 +435,7 @@ impl EventLog {
                     call_id,
                     result,
                     outcome,
-                } if outcome.answered() => out.push(TranscriptLine {
+                } if written && outcome.answered() => out.push(TranscriptLine {
                     tool: Some(tools.get(call_id).copied().unwrap_or("tool").to_owned()),
                     ..line(Speaker::Tool, result)
                 }),
@@ -434,6 +443,25 @@ impl EventLog {
             }
         }
         out
+    }
+
+    /// Whether the utterance `msg_id` is a line of the transcript.
+    pub fn has_line(&self, msg_id: MsgId) -> bool {
+        let captured = self
+            .entries
+            .iter()
+            .any(|e| e.event == Event::Captured { msg_id });
+        let said = self.entries.iter().find_map(|e| match &e.event {
+            Event::AgentSaid {
+                msg_id: id, text, ..
+            } if *id == msg_id => Some(text.as_str()),
+            _ => None,
+        });
+        let heard = match self.endings().get(&msg_id) {
+            Some(Ending::Interrupted(heard)) => heard.trim().to_owned(),
+            _ => said.unwrap_or_default().to_owned(),
+        };
+        captured && said.is_some() && !heard.trim().is_empty()
     }
 
     /// Tool calls without a `ToolFinished`, in call order. Empty at the end
@@ -907,6 +935,43 @@ mod tests {
         assert_eq!(log.unfinished_utterances(), [playing, never]);
         // The LLM hears every line said, whether captured or not.
         assert_eq!(log.llm_messages().len(), 5);
+    }
+
+    #[test]
+    fn a_transcript_kept_as_the_log_grows_is_the_transcript() {
+        let mut log = EventLog::new();
+        let mut kept: Vec<TranscriptLine> = Vec::new();
+        let cut = log.next_msg_id();
+        let events = [
+            Event::CallerSaid { text: "Hi.".into() },
+            Event::AgentSaid {
+                msg_id: cut,
+                text: "Hello there, how can I help?".into(),
+                source: AgentSource::Llm,
+            },
+            Event::Captured { msg_id: cut },
+            Event::Captured { msg_id: cut },
+            Event::CallerSaid {
+                text: "Wait.".into(),
+            },
+            Event::Interrupted {
+                msg_id: cut,
+                heard_text: "Hello there,".into(),
+            },
+        ];
+        for (i, e) in events.into_iter().enumerate() {
+            let edits = matches!(e, Event::Interrupted { .. });
+            let n = log.len();
+            log.append(ms(i as u64), e);
+            if edits {
+                kept = log.transcript();
+            } else {
+                kept.extend(log.transcript_since(n));
+            }
+            assert_eq!(kept, log.transcript(), "after event {i}");
+        }
+        assert!(log.has_line(cut));
+        assert!(!log.has_line(MsgId(9)));
     }
 
     #[test]

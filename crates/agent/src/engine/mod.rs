@@ -388,6 +388,8 @@ impl<P: Policy> Engine<P> {
         // A session that comes with a transcript (carried over) starts the
         // log with it, so the projection keeps it.
         let log = log_of_transcript(&session.transcript_log);
+        let mut session = session;
+        session.transcript_log = transcript_of(&log);
         Engine {
             policy,
             profile,

@@ -3,7 +3,7 @@
 //! caller's words, LLM replies and their capture into the transcript
 //! (SPEC §5.3), tool calls and results, and interruptions by line id.
 
-use super::transcript::{at, transcript_of};
+use super::transcript::{at, transcript_of, transcript_since};
 use super::*;
 use history::{AgentSource, Event, ToolOutcome};
 
@@ -41,17 +41,21 @@ impl<P: Policy> Engine<P> {
     /// session's transcript is the log's projection, so it is read again
     /// when the event changes it.
     pub(super) fn record(&mut self, now: f64, event: Event) {
-        let transcribed = matches!(
+        let edits = matches!(event, Event::Interrupted { .. });
+        let writes = matches!(
             event,
-            Event::CallerSaid { .. }
-                | Event::Captured { .. }
-                | Event::Interrupted { .. }
-                | Event::ToolFinished { .. }
+            Event::CallerSaid { .. } | Event::Captured { .. } | Event::ToolFinished { .. }
         );
+        let n = self.log.len();
         self.log.set_phase(self.session.state.as_str());
         self.log.append(at(now), event);
-        if transcribed {
+        if edits {
+            // A line already written changes: read the transcript again.
             self.session.transcript_log = transcript_of(&self.log);
+        } else if writes {
+            // What this entry writes down follows what is there.
+            let lines = transcript_since(&self.log, n);
+            self.session.transcript_log.extend(lines);
         }
     }
 
@@ -162,12 +166,7 @@ impl<P: Policy> Engine<P> {
     /// is no line, and no exchange (SPEC §3 counts a fragment as a new turn
     /// only after an agent reply the caller got).
     pub(super) fn agent_interrupted(&mut self, msg_id: MsgId, heard: &str, now: f64) {
-        let was_line = heard.trim().is_empty()
-            && self
-                .log
-                .transcript()
-                .iter()
-                .any(|l| l.msg_id == Some(msg_id));
+        let was_line = heard.trim().is_empty() && self.log.has_line(msg_id);
         self.record(
             now,
             Event::Interrupted {

@@ -17,7 +17,13 @@ pub(super) fn at(now: f64) -> Duration {
 /// heard; none for a line cut off before its first word), a tool line per
 /// answer — each with its time (Unix seconds) and state.
 pub fn transcript_of(log: &EventLog) -> Vec<TranscriptEntry> {
-    log.transcript()
+    transcript_since(log, 0)
+}
+
+/// The lines of [`transcript_of`] the log's entries from `start` on
+/// write down.
+pub(super) fn transcript_since(log: &EventLog, start: usize) -> Vec<TranscriptEntry> {
+    log.transcript_since(start)
         .into_iter()
         .map(|l| {
             let (role, content, name, result) = match l.speaker {
