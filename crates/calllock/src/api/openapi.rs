@@ -174,7 +174,7 @@ pub fn document() -> Value {
                     "properties": {
                         "seq": {"type": "integer"},
                         "at": {"type": "number", "description": "Unix seconds."},
-                        "kind": text(),
+                        "kind": {"type": "string", "description": "The call's log, one event per entry: caller, llm (a message to the LLM), said (an agent line said), agent (an agent line in the transcript), speech_started, speech_finished, interrupted, tool_call, tool_result, state, note, ended; beside it session (the session after it changed) and latency (one answered turn)."},
                         "data": {},
                     }
                 },
