@@ -94,7 +94,9 @@ struct Utt {
 
 /// Runs the conversation engine inside the pipeline.
 pub struct ConversationStage {
-    engine: Engine,
+    /// The call's engine; it leaves with the outcome when the stage stops
+    /// (the stopped stage handles nothing more).
+    engine: Option<Engine>,
     backend: Arc<dyn Backend>,
     responder: Arc<dyn Responder>,
     floor: Arc<Floor>,
@@ -139,7 +141,7 @@ impl ConversationStage {
         let (out_tx, out_rx) = oneshot::channel();
         (
             ConversationStage {
-                engine,
+                engine: Some(engine),
                 backend,
                 responder,
                 floor,
@@ -180,16 +182,19 @@ impl ConversationStage {
                 | Input::ScopedReply { .. }
                 | Input::TimerFired(Timer::Debounce)
         );
+        let Some(engine) = self.engine.as_mut() else {
+            return;
+        };
+        let effects = engine.handle(input, now);
         let was = self.clocks.set_answering(answers);
-        let effects = self.engine.handle(input, now);
         for e in effects {
             self.perform(e, ctx);
         }
         self.clocks.set_answering(was);
         let at = self.now();
-        if let Some(j) = &mut self.journal {
-            j.write(self.engine.log());
-            j.session(at, self.engine.session());
+        if let (Some(j), Some(engine)) = (&mut self.journal, &self.engine) {
+            j.write(engine.log());
+            j.session(at, engine.session());
         }
         self.update_floor();
     }
@@ -216,12 +221,13 @@ impl ConversationStage {
 
     /// The LLM request: the engine's context (the system prompt, then the
     /// projection of the log), as for every call.
-    fn llm_request(&self) -> TurnRequest {
-        TurnRequest {
-            state: self.engine.state(),
-            session: self.engine.session().clone(),
-            messages: self.engine.llm_messages(),
-        }
+    fn llm_request(&self) -> Option<TurnRequest> {
+        let engine = self.engine.as_ref()?;
+        Some(TurnRequest {
+            state: engine.state(),
+            session: engine.session().clone(),
+            messages: engine.llm_messages(),
+        })
     }
 
     /// Keep track of the engine's line `id` on its way to the caller.
@@ -302,7 +308,9 @@ impl ConversationStage {
                     // being written: that reply is stale everywhere.
                     ctx.interrupt();
                 }
-                let request = self.llm_request();
+                let Some(request) = self.llm_request() else {
+                    return;
+                };
                 let id = reply.0;
                 self.new_utterance(reply, None, ctx.epoch());
                 self.clocks.reply(id, ReplyKind::Llm, Instant::now());
@@ -326,9 +334,12 @@ impl ConversationStage {
                 });
             }
             Effect::AskScopedReply { user_text } => {
+                let Some(engine) = &self.engine else {
+                    return;
+                };
                 let req = ScopedRequest {
-                    state: self.engine.state(),
-                    session: self.engine.session().clone(),
+                    state: engine.state(),
+                    session: engine.session().clone(),
                     user_text,
                 };
                 let responder = self.responder.clone();
@@ -465,16 +476,10 @@ impl ConversationStage {
         let last = self.clocks.finish();
         self.turn_measured(last);
         self.feed(Input::CallFinished, ctx);
-        if let Some(tx) = self.outcome.take() {
-            // The call's engine goes with the outcome; the stopped stage
-            // keeps a blank one (it handles nothing more).
-            let blank = Engine::new(
-                Session::default(),
-                self.engine.profile().clone(),
-                agent::engine::EngineConfig::default(),
-            );
+        if let (Some(tx), Some(engine)) = (self.outcome.take(), self.engine.take()) {
+            // The call's engine goes with the outcome.
             let _ = tx.send(CallOutcome {
-                engine: std::mem::replace(&mut self.engine, blank),
+                engine,
                 latency: std::mem::take(&mut self.latencies),
             });
         }
@@ -494,7 +499,9 @@ impl Stage for ConversationStage {
             Frame::System(SystemFrame::Start) => {
                 self.start = Instant::now();
                 self.clocks.set_origin(self.start, self.start_unix);
-                self.engine.session_mut().start_time = self.start_unix;
+                if let Some(engine) = self.engine.as_mut() {
+                    engine.session_mut().start_time = self.start_unix;
+                }
                 self.feed(Input::ClientConnected, ctx);
             }
             Frame::System(SystemFrame::Interrupt { epoch }) => {
