@@ -216,7 +216,6 @@ async fn every_corpus_call_keeps_one_log() {
     let paths = call_files(&corpus_dir());
     assert!(paths.len() >= 30, "the corpus has {} calls", paths.len());
     let mut failures = Vec::new();
-    let mut asked = 0;
     for path in &paths {
         let call = read_call(path);
         let bad = one_log_problems(&call).await;
@@ -228,10 +227,8 @@ async fn every_corpus_call_keeps_one_log() {
         if !bad.is_empty() {
             failures.push(format!("{name}:\n  {}", bad.join("\n  ")));
         }
-        asked += 1;
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
-    assert_eq!(asked, paths.len());
 }
 
 /// The check is not blind: a record, journal or request that is not the

@@ -293,6 +293,37 @@ impl EventLog {
         self.entries.is_empty()
     }
 
+    /// Append a tool call that ended at once (answered, refused, or an
+    /// answer recorded after the fact): its `ToolCalled` and its
+    /// `ToolFinished`, both at `at`. Returns its id.
+    pub fn append_tool(
+        &mut self,
+        at: Duration,
+        name: String,
+        args: String,
+        result: String,
+        outcome: ToolOutcome,
+    ) -> ToolCallId {
+        let call_id = self.next_tool_call_id();
+        self.append(
+            at,
+            Event::ToolCalled {
+                call_id,
+                name,
+                args,
+            },
+        );
+        self.append(
+            at,
+            Event::ToolFinished {
+                call_id,
+                result,
+                outcome,
+            },
+        );
+        call_id
+    }
+
     /// The first `n` entries as a log of their own (what the log was
     /// when it held `n` entries).
     pub fn prefix(&self, n: usize) -> EventLog {
@@ -986,8 +1017,14 @@ mod tests {
         assert_eq!(p.phase(), "b");
         let mut p = log.prefix(1);
         assert_eq!(p.events()[0].phase, "a");
-        assert_ne!(p.next_msg_id(), MsgId(id.0 + 1));
-        assert_eq!(log.prefix(99).len(), log.len());
+        assert_eq!(p.next_msg_id(), MsgId(0), "no line said yet");
+        let mut whole = log.prefix(99);
+        assert_eq!(whole.events(), log.events());
+        assert_eq!(
+            whole.next_msg_id(),
+            MsgId(id.0 + 1),
+            "ids go on after the lines in it"
+        );
     }
 
     #[test]

@@ -58,7 +58,7 @@ mod turn;
 
 pub use said::llm_context_of;
 pub use server_end::turned_away;
-pub use transcript::{log_of_transcript, transcript_of};
+pub use transcript::{log_of_transcript, transcript_of, transcript_since};
 
 /// Timing knobs of the engine (seconds).
 #[derive(Debug, Clone, Copy, PartialEq)]

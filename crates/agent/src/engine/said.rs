@@ -224,22 +224,10 @@ impl<P: Policy> Engine<P> {
 
     /// The model asked for a tool: recorded, refused.
     pub(super) fn tool_refused(&mut self, name: String, args: String, now: f64) {
-        let call_id = self.log.next_tool_call_id();
-        self.record(
-            now,
-            Event::ToolCalled {
-                call_id,
-                name,
-                args,
-            },
-        );
-        self.record(
-            now,
-            Event::ToolFinished {
-                call_id,
-                result: "refused: tools are chosen by the state machine".into(),
-                outcome: ToolOutcome::Refused,
-            },
-        );
+        // A refused call writes no transcript line: no projection to update.
+        self.log.set_phase(self.session.state.as_str());
+        let result = "refused: tools are chosen by the state machine".to_string();
+        self.log
+            .append_tool(at(now), name, args, result, ToolOutcome::Refused);
     }
 }

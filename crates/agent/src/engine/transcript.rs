@@ -22,7 +22,7 @@ pub fn transcript_of(log: &EventLog) -> Vec<TranscriptEntry> {
 
 /// The lines of [`transcript_of`] the log's entries from `start` on
 /// write down.
-pub(super) fn transcript_since(log: &EventLog, start: usize) -> Vec<TranscriptEntry> {
+pub fn transcript_since(log: &EventLog, start: usize) -> Vec<TranscriptEntry> {
     log.transcript_since(start)
         .into_iter()
         .map(|l| {
@@ -88,23 +88,10 @@ pub fn log_of_transcript(transcript: &[TranscriptEntry]) -> EventLog {
                 }
             }
             Role::Tool => {
-                let call_id = log.next_tool_call_id();
-                log.append(
-                    when,
-                    Event::ToolCalled {
-                        call_id,
-                        name: e.name.clone().unwrap_or_default(),
-                        args: String::new(),
-                    },
-                );
-                log.append(
-                    when,
-                    Event::ToolFinished {
-                        call_id,
-                        result: e.result.as_ref().map(Value::to_string).unwrap_or_default(),
-                        outcome: history::ToolOutcome::Ok,
-                    },
-                );
+                let name = e.name.clone().unwrap_or_default();
+                let result = e.result.as_ref().map(Value::to_string).unwrap_or_default();
+                let ok = history::ToolOutcome::Ok;
+                log.append_tool(when, name, String::new(), result, ok);
             }
         }
     }

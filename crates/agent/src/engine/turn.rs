@@ -298,10 +298,7 @@ impl<P: Policy> Engine<P> {
             .apply_tool_result(&mut self.session, tool, &result);
         self.note_state(before, now, out);
         if let Some(call_id) = self.open_tool.take() {
-            let ok = result
-                .get("success")
-                .and_then(Value::as_bool)
-                .unwrap_or(true);
+            let ok = crate::tools::call_succeeded(&result);
             self.record(
                 now,
                 Event::ToolFinished {

@@ -9,7 +9,7 @@ use super::entry::{
 };
 use agent::State;
 use serde_json::Value;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::time::Duration;
 use voice::history::{self, AgentSource, Event, EventLog, MsgId, Role, ToolCallId, ToolOutcome};
 
@@ -134,16 +134,16 @@ fn called(log: &mut EventLog, at: Duration, name: &str, args: String) -> ToolCal
 /// with no `said` before it was said where it was captured.
 pub fn log_of_rows<'a>(rows: impl IntoIterator<Item = (f64, &'a Entry)>) -> EventLog {
     let mut log = EventLog::new();
-    let mut said: HashMap<u64, MsgId> = HashMap::new();
+    let mut said: HashSet<u64> = HashSet::new();
     let mut tools: HashMap<String, Vec<ToolCallId>> = HashMap::new();
     let phase = |s: &str| s.parse::<State>().ok().map(State::as_str);
+    let set_phase = |log: &mut EventLog, s: &str| {
+        if let Some(p) = phase(s) {
+            log.set_phase(p);
+        }
+    };
     for (at_unix, entry) in rows {
         let at = Duration::try_from_secs_f64(at_unix).unwrap_or(Duration::ZERO);
-        let set_phase = |log: &mut EventLog, s: &str| {
-            if let Some(p) = phase(s) {
-                log.set_phase(p);
-            }
-        };
         match entry {
             Entry::Caller(l) => {
                 set_phase(&mut log, &l.state);
@@ -173,30 +173,24 @@ pub fn log_of_rows<'a>(rows: impl IntoIterator<Item = (f64, &'a Entry)>) -> Even
             }
             Entry::Said(l) | Entry::Agent(l) => {
                 set_phase(&mut log, &l.state);
-                let known = l.msg_id.and_then(|id| said.get(&id).copied());
-                let msg_id = match known {
-                    Some(id) => id,
-                    None => {
-                        let id = l.msg_id.map_or_else(|| log.next_msg_id(), MsgId);
-                        if let Some(stored) = l.msg_id {
-                            said.insert(stored, id);
-                        }
-                        let source = match &l.canned {
-                            Some(id) => AgentSource::Canned { id: id.clone() },
-                            None => AgentSource::Llm,
-                        };
-                        let text = l.text.clone();
-                        log.append(
-                            at,
-                            Event::AgentSaid {
-                                msg_id: id,
-                                text,
-                                source,
-                            },
-                        );
-                        id
-                    }
-                };
+                let msg_id = l.msg_id.map_or_else(|| log.next_msg_id(), MsgId);
+                // Said once: at its `said` event, or (older journals) where
+                // it was captured.
+                if said.insert(msg_id.0) {
+                    let source = match &l.canned {
+                        Some(id) => AgentSource::Canned { id: id.clone() },
+                        None => AgentSource::Llm,
+                    };
+                    let text = l.text.clone();
+                    log.append(
+                        at,
+                        Event::AgentSaid {
+                            msg_id,
+                            text,
+                            source,
+                        },
+                    );
+                }
                 if matches!(entry, Entry::Agent(_)) {
                     log.append(at, Event::Captured { msg_id });
                 }

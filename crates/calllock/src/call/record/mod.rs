@@ -32,7 +32,7 @@ pub fn utc(ts: f64) -> DateTime<Utc> {
 /// more failed attempt, and a tool line in the transcript. Returns whether
 /// the callback was created.
 pub fn apply_callback_result(outcome: &mut Outcome, result: &Value) -> bool {
-    use voice::history::{Event, ToolOutcome};
+    use voice::history::ToolOutcome;
     let s = &mut outcome.session;
     let ok = agent::tools::call_succeeded(result);
     if ok {
@@ -45,26 +45,12 @@ pub fn apply_callback_result(outcome: &mut Outcome, result: &Value) -> bool {
     // it are the projection already).
     let log = &mut outcome.log;
     let at = std::time::Duration::try_from_secs_f64(outcome.end_time).unwrap_or_default();
-    let call_id = log.next_tool_call_id();
+    let n = log.len();
     log.set_phase(s.state.as_str());
-    log.append(
-        at,
-        Event::ToolCalled {
-            call_id,
-            name: "create_callback".into(),
-            args: String::new(),
-        },
-    );
-    log.append(
-        at,
-        Event::ToolFinished {
-            call_id,
-            result: result.to_string(),
-            outcome: ToolOutcome::of_answer(ok),
-        },
-    );
+    let (name, outcome) = ("create_callback".into(), ToolOutcome::of_answer(ok));
+    log.append_tool(at, name, String::new(), result.to_string(), outcome);
     s.transcript_log
-        .extend(agent::engine::transcript_of(log).pop());
+        .extend(agent::engine::transcript_since(log, n));
     ok
 }
 

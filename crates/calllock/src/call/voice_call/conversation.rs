@@ -78,9 +78,9 @@ enum Bg {
 
 #[derive(Debug, Default)]
 struct Utt {
-    /// The text the engine holds for this utterance (canned lines at once,
-    /// LLM replies when they end).
-    said: Option<String>,
+    /// The engine has the line (canned lines at once, LLM replies when
+    /// their text came): what was heard of it can be reported.
+    said: bool,
     /// What the caller heard, once it was cut off.
     heard: Option<String>,
     /// The turn it belongs to.
@@ -231,7 +231,7 @@ impl ConversationStage {
     }
 
     /// Keep track of the engine's line `id` on its way to the caller.
-    fn new_utterance(&mut self, MsgId(id): MsgId, said: Option<String>, epoch: u64) {
+    fn new_utterance(&mut self, MsgId(id): MsgId, said: bool, epoch: u64) {
         self.utts.insert(
             id,
             Utt {
@@ -286,7 +286,7 @@ impl ConversationStage {
                     return;
                 }
                 let id = msg_id.0;
-                self.new_utterance(msg_id, Some(text.clone()), ctx.epoch());
+                self.new_utterance(msg_id, true, ctx.epoch());
                 self.clocks.reply(id, ReplyKind::Canned, Instant::now());
                 if canned == Canned::Greeting {
                     self.greeting = Some(id);
@@ -312,7 +312,7 @@ impl ConversationStage {
                     return;
                 };
                 let id = reply.0;
-                self.new_utterance(reply, None, ctx.epoch());
+                self.new_utterance(reply, false, ctx.epoch());
                 self.clocks.reply(id, ReplyKind::Llm, Instant::now());
                 self.llm_pending = Some((id, ctx.epoch()));
                 ctx.push(Frame::data(
@@ -398,7 +398,7 @@ impl ConversationStage {
                     // when it comes (the engine only then has the line).
                     let said = self.utts.get_mut(&id).is_none_or(|u| {
                         u.heard = Some(heard_text.clone());
-                        u.said.is_some()
+                        u.said
                     });
                     if said {
                         let heard = heard_text;
@@ -424,7 +424,7 @@ impl ConversationStage {
         }
         let heard = self.utts.get(&reply.id).and_then(|u| u.heard.clone());
         if let Some(u) = self.utts.get_mut(&reply.id) {
-            u.said = Some(text.clone());
+            u.said = true;
         }
         let msg_id = MsgId(reply.id);
         self.feed(Input::LlmReplied { msg_id, text }, ctx);
