@@ -352,10 +352,14 @@ fn main() {
     // The server handles many calls at once: all cores. Everything else
     // is one conversation on one thread.
     let rt = if matches!(cli.command, Command::Serve { .. }) {
-        // The playout thread paces every call's audio; the rest of the
-        // server runs a little behind it (serve::playout): every thread
-        // started from here on inherits this thread's priority.
-        calllock::serve::playout::start();
+        // The playout threads pace every call's audio; the rest of the
+        // server runs a little behind them (serve::playout): every thread
+        // started from here on inherits this thread's priority. Their
+        // number is the configuration's (read again, with any error
+        // reported, when the server starts).
+        let threads = calllock::config::load(cli.config.as_deref())
+            .map_or(0, |c| c.serve.playout_threads as usize);
+        calllock::serve::playout::start(threads);
         calllock::serve::playout::run_behind_playout();
         tokio::runtime::Builder::new_multi_thread()
             .enable_all()

@@ -468,6 +468,33 @@ impl Store {
             .collect()
     }
 
+    /// Take over `call_id` for post-call processing on `instance`: `true`
+    /// when this process now owns it, `false` when it needs none or another
+    /// live process took it first. The call must be one of a process gone
+    /// (no heartbeat within `lease_s` of `now_unix`); the update is one
+    /// statement, so of several processes recovering at once exactly one
+    /// wins (the others see a live owner). Should the winner die in turn,
+    /// its lease runs out and the call is taken over again.
+    pub async fn claim_call(
+        &self,
+        call_id: &str,
+        instance: &str,
+        now_unix: f64,
+        lease_s: f64,
+    ) -> Result<bool, StoreError> {
+        let done = sqlx::query(&format!(
+            "UPDATE calls SET instance = $2 \
+             WHERE call_id = $3 AND postcall_done = 0 AND {}",
+            crate::instances::OWNER_GONE
+        ))
+        .bind(now_unix - lease_s)
+        .bind(instance)
+        .bind(call_id)
+        .execute(self.pool())
+        .await?;
+        Ok(done.rows_affected() == 1)
+    }
+
     /// How many calls have `status`.
     pub async fn count_calls_with_status(&self, status: CallStatus) -> Result<i64, StoreError> {
         Ok(

@@ -183,6 +183,25 @@ both! {
         // Post-call processing of the interrupted call.
         let pending: Vec<String> = s.calls_pending_postcall(now, 30.0).await.unwrap().into_iter().map(|(id, _, _)| id).collect();
         assert_eq!(pending, ["CA_live"]);
+        // Two live processes recover at once: one of them takes the call,
+        // and from then on it is that live process's (nobody else's).
+        s.heartbeat("inst-c", now - 1.0).await.unwrap();
+        let (b, c) = tokio::join!(
+            s.claim_call("CA_live", "inst-b", now, 30.0),
+            s.claim_call("CA_live", "inst-c", now, 30.0),
+        );
+        assert!(b.unwrap() ^ c.unwrap(), "exactly one claim wins");
+        assert!(!s.claim_call("CA_live", "inst-b", now, 30.0).await.unwrap());
+        assert!(s.calls_pending_postcall(now, 30.0).await.unwrap().is_empty(), "owned by a live process");
+        assert!(!s.claim_call("CA_other_instance", "inst-c", now, 30.0).await.unwrap(), "a live process's call");
+        assert!(!s.claim_call("CA_done", "inst-c", now, 30.0).await.unwrap(), "post-call done");
+        // Its claimer dies in turn: once its lease is out, it is taken over again.
+        let later = now + 40.0;
+        s.heartbeat("inst-d", later).await.unwrap();
+        let pending: Vec<String> = s.calls_pending_postcall(later, 30.0).await.unwrap().into_iter().map(|(id, _, _)| id).collect();
+        assert_eq!(pending, ["CA_live"]);
+        assert!(s.claim_call("CA_live", "inst-d", later, 30.0).await.unwrap());
+        s.retire_instance("inst-d").await.unwrap();
         assert!(s.mark_postcall_done("CA_live").await.unwrap());
         assert!(!s.mark_postcall_done("CA_nope").await.unwrap());
         assert!(s.calls_pending_postcall(now, 30.0).await.unwrap().is_empty());

@@ -57,13 +57,22 @@ impl PacingStats {
 
     /// The counts so far.
     pub fn summary(&self) -> PacingSummary {
-        let counts: Vec<u64> = self
-            .counts
-            .iter()
-            .map(|c| c.load(Ordering::Relaxed))
-            .collect();
+        Self::summary_of([self])
+    }
+
+    /// The counts of several stats together: each playout thread keeps
+    /// its own (no cache line is shared between threads on every frame),
+    /// and a reader adds them up.
+    pub fn summary_of<'a>(all: impl IntoIterator<Item = &'a PacingStats>) -> PacingSummary {
+        let mut counts = [0u64; BUCKETS_MS.len() + 1];
+        let mut max_us = 0;
+        for s in all {
+            for (sum, c) in counts.iter_mut().zip(&s.counts) {
+                *sum += c.load(Ordering::Relaxed);
+            }
+            max_us = max_us.max(s.max_us.load(Ordering::Relaxed));
+        }
         let frames: u64 = counts.iter().sum();
-        let max_us = self.max_us.load(Ordering::Relaxed);
         // The open bucket's bound is the latest frame seen.
         let bound = |i: usize| {
             BUCKETS_MS
@@ -122,6 +131,25 @@ mod tests {
         assert_eq!(sum.p99_ms, 10, "the 99th frame is the 7 ms one");
         assert_eq!(sum.late_20ms, 1);
         assert_eq!(sum.max_ms, 30.0);
+    }
+
+    #[test]
+    fn several_stats_add_up() {
+        let (a, b) = (PacingStats::default(), PacingStats::default());
+        for _ in 0..60 {
+            a.record(Duration::from_micros(300));
+        }
+        for _ in 0..39 {
+            b.record(Duration::from_millis(3));
+        }
+        b.record(Duration::from_millis(60));
+        let sum = PacingStats::summary_of([&a, &b]);
+        assert_eq!(sum.frames, 100);
+        assert_eq!(sum.p50_ms, 1, "the 50th frame is one of a's");
+        assert_eq!(sum.p99_ms, 5, "the 99th is one of b's 3 ms frames");
+        assert_eq!(sum.late_20ms, 1);
+        assert_eq!(sum.max_ms, 60.0);
+        assert_eq!(PacingStats::summary_of([&a]), a.summary());
     }
 
     #[test]

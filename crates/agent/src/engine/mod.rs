@@ -57,7 +57,7 @@ mod transcript;
 mod turn;
 
 pub use said::llm_context_of;
-pub use server_end::turned_away;
+pub use server_end::{cut_off_by_the_server, turned_away};
 pub use transcript::{log_of_transcript, transcript_of, transcript_since};
 
 /// Timing knobs of the engine (seconds).

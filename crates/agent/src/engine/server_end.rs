@@ -22,6 +22,36 @@ pub fn turned_away(
     engine.into_session()
 }
 
+/// Whether a call needs nothing more from the business: it booked, it
+/// already promised a callback, or it reached another terminal state.
+fn settled(s: &Session) -> bool {
+    s.booking_confirmed || s.state.promises_callback() || s.state.is_terminal()
+}
+
+/// Make an unsettled call a callback (for service, unless a type was
+/// already set): what the caller is owed when the server ends their call.
+/// Returns the state it left, when it changed.
+fn owe_callback(s: &mut Session) -> Option<State> {
+    if settled(s) {
+        return None;
+    }
+    let from = s.state;
+    s.state = State::Callback;
+    if s.callback_type.is_empty() {
+        s.callback_type = "service".into();
+    }
+    Some(from)
+}
+
+/// A call cut off by a server that stopped without ending it (killed, or
+/// its machine lost): nobody told the caller anything, so, as when the
+/// server ends a call itself, an unsettled call becomes a callback —
+/// decided after the fact, by whichever process takes the call over.
+/// Returns the state it left, when it changed.
+pub fn cut_off_by_the_server(session: &mut Session) -> Option<State> {
+    owe_callback(session)
+}
+
 impl<P: Policy> Engine<P> {
     /// The server ends the call. Unless it already ended in a booking or a
     /// promised callback (or another terminal state), it becomes a
@@ -32,14 +62,8 @@ impl<P: Policy> Engine<P> {
     /// [`Input::AgentInterrupted`]); then the call ends. Whatever was
     /// pending (a turn, buffered words, a hang-up) is dropped.
     pub(super) fn server_ending(&mut self, why: ServerEnd, now: f64, out: &mut Vec<Effect>) {
-        let s = &mut self.session;
-        let settled = s.booking_confirmed || s.state.promises_callback() || s.state.is_terminal();
-        if !settled {
-            let from = s.state;
-            s.state = State::Callback;
-            if s.callback_type.is_empty() {
-                s.callback_type = "service".into();
-            }
+        let settled = settled(&self.session);
+        if let Some(from) = owe_callback(&mut self.session) {
             self.note_state(from, now, out);
         }
         self.turn = None;

@@ -524,6 +524,21 @@ fn the_server_ending_a_call_promises_a_callback_unless_one_is_settled() {
         "{fx:?}"
     );
     assert_eq!(e.session().state, State::Callback);
+
+    // Cut off by a server that died: decided after the fact, same rule.
+    let mut s = Session::new("+15125551234");
+    s.state = State::Discovery;
+    assert_eq!(cut_off_by_the_server(&mut s), Some(State::Discovery));
+    assert_eq!(
+        (s.state, s.callback_type.as_str()),
+        (State::Callback, "service")
+    );
+    assert_eq!(cut_off_by_the_server(&mut s), None, "owed once");
+    let mut booked = Session::new("+15125551234");
+    booked.state = State::Confirm;
+    booked.booking_confirmed = true;
+    assert_eq!(cut_off_by_the_server(&mut booked), None);
+    assert_eq!(booked.state, State::Confirm);
     let away = turned_away(
         &BusinessProfile::default(),
         "+15125551234".into(),

@@ -802,7 +802,7 @@ poll_s = 2.0
 lease_s = 120.0
 
 # `calllock serve`: Twilio calls this server. Env: PORT, CALLLOCK_PUBLIC_URL
-# (or FLY_APP_NAME), CALLLOCK_MAX_CALLS, CALLLOCK_METRICS_TOKEN,
+# (or FLY_APP_NAME), CALLLOCK_MAX_CALLS, CALLLOCK_PLAYOUT_THREADS, CALLLOCK_METRICS_TOKEN,
 # CALLLOCK_API_TOKEN, CALLLOCK_OPERATOR_PASSWORD_HASH.
 [serve]
 port = 8765
@@ -812,6 +812,7 @@ trusted_proxy = false        # honour X-Forwarded-Proto/Host/For (only behind yo
 max_calls = 1000             # beyond: an apology and a callback
 shutdown_grace_s = 120.0     # live calls may finish this long after SIGTERM
 output_lead_ms = 100         # agent audio queued at Twilio ahead of playback
+playout_threads = 0          # threads pacing agent audio, ~2,000 calls each; 0: half the cores
 vad = "auto"                 # "model" (real voices), "codec" (calllock dial), auto: by the STT
 metrics_token = ""           # set: GET /metrics needs "Authorization: Bearer <token>"
 api_token = ""               # set: the JSON API (/api/…) answers "Authorization: Bearer <token>"

@@ -32,6 +32,10 @@ pub struct ServeSection {
     /// Agent audio handed to Twilio ahead of real time (its playout buffer
     /// never runs dry), milliseconds.
     pub output_lead_ms: u64,
+    /// Threads that pace agent audio (env `CALLLOCK_PLAYOUT_THREADS`); each
+    /// call is pinned to one. 0: half the cores, at least one. One thread
+    /// carries about two thousand calls (`cargo bench --bench playout`).
+    pub playout_threads: u32,
     /// How the caller's speech is detected (turn-taking, barge-in):
     /// `"model"` (the earshot voice model: real voices), `"codec"` (the
     /// offline speech codec that `calllock dial` speaks), or `"auto"`:
@@ -70,6 +74,7 @@ impl Default for ServeSection {
             max_calls: 1000,
             shutdown_grace_s: 120.0,
             output_lead_ms: 100,
+            playout_threads: 0,
             vad: "auto".into(),
             metrics_token: String::new(),
             api_token: String::new(),
@@ -144,6 +149,14 @@ pub(super) fn apply_env(
             Err(_) => problems.push(format!("CALLLOCK_MAX_CALLS={v:?} is not a whole number")),
         }
     }
+    if let Some(v) = get("CALLLOCK_PLAYOUT_THREADS") {
+        match v.trim().parse::<u32>() {
+            Ok(n) => serve.playout_threads = n,
+            Err(_) => problems.push(format!(
+                "CALLLOCK_PLAYOUT_THREADS={v:?} is not a whole number"
+            )),
+        }
+    }
     if let Some(v) = get("CALLLOCK_METRICS_TOKEN") {
         serve.metrics_token = v.trim().to_string();
     }
@@ -192,6 +205,12 @@ pub(super) fn problems(serve: &ServeSection, twilio: &TwilioSection) -> Vec<Stri
         out.push(format!(
             "serve.output_lead_ms = {} must be at most 1000",
             serve.output_lead_ms
+        ));
+    }
+    if serve.playout_threads > 1024 {
+        out.push(format!(
+            "serve.playout_threads = {} must be at most 1024 (0: half the cores)",
+            serve.playout_threads
         ));
     }
     if !matches!(serve.vad.as_str(), "auto" | "model" | "codec") {

@@ -28,14 +28,25 @@ pub struct App {
     pub owner: String,
     /// The address the server listens on.
     pub addr: SocketAddr,
-    /// How late every call's player sent its frames.
-    pub pacing: Arc<voice::pacing::PacingStats>,
+    /// The playout threads every call's player and socket writer run on.
+    pub playout: &'static super::playout::Playout,
+    /// How late this server's players sent their frames: one set of
+    /// counters per playout thread ([`App::pacing`] adds them up).
+    pub pacing: Vec<Arc<voice::pacing::PacingStats>>,
     /// The speech vendors (clients and the voice breaker shared by calls).
     pub voices: speech::Voices,
     /// The operator's sessions and sign-in failures.
     pub operator: crate::operator::Operator,
     /// Where calls are recorded (`None`: recording is off or impossible).
     pub recordings: Option<crate::recording::Recorder>,
+}
+
+impl App {
+    /// How late this server's players sent their frames, all playout
+    /// threads together.
+    pub fn pacing(&self) -> voice::pacing::PacingSummary {
+        voice::pacing::PacingStats::summary_of(self.pacing.iter().map(|p| &**p))
+    }
 }
 
 /// A caller the server could not take (full or shutting down): their call

@@ -48,7 +48,7 @@ async fn scrape(app: &App) -> crate::metrics::Scrape {
     };
     crate::metrics::Scrape {
         live_calls: app.calls.live(),
-        pacing: app.pacing.summary(),
+        pacing: app.pacing(),
         tts_breaker_open,
         outbox,
     }
@@ -138,7 +138,7 @@ pub(crate) async fn health_report(app: &App) -> serde_json::Value {
         Err(e) => serde_json::json!({"ok": false, "error": e.to_string()}),
     };
     let cfg = &app.cfg;
-    let pacing = app.pacing.summary();
+    let pacing = app.pacing();
     serde_json::json!({
         "status": if draining { "draining" } else { "ok" },
         "version": env!("CARGO_PKG_VERSION"),
@@ -153,6 +153,12 @@ pub(crate) async fn health_report(app: &App) -> serde_json::Value {
             "late_p99_ms": pacing.p99_ms,
             "late_max_ms": pacing.max_ms,
             "late_20ms_or_more": pacing.late_20ms,
+        },
+        // The playout threads (`serve.playout_threads`) and the calls of
+        // this process pinned to each now.
+        "playout": {
+            "threads": app.playout.threads(),
+            "calls": app.playout.calls(),
         },
         "database": database,
         "vendors": {

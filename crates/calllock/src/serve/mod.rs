@@ -135,6 +135,9 @@ impl Server {
             ears_fallback = voices.ears_fallback(&cfg).unwrap_or("none"),
             "the agent's voice and ears"
         );
+        // Started by `calllock serve` before its runtime (see `playout`);
+        // a server started another way (tests, `demo`) starts it here.
+        let playout = playout::start(cfg.serve.playout_threads as usize);
         let app = Arc::new(App {
             calls: LiveCalls::new(cfg.serve.max_calls as usize),
             cfg: Arc::new(cfg),
@@ -143,7 +146,8 @@ impl Server {
             rest,
             owner: alive.id().to_string(),
             addr,
-            pacing: Arc::default(),
+            playout,
+            pacing: (0..playout.threads()).map(|_| Arc::default()).collect(),
             operator: Default::default(),
             voices,
             recordings,

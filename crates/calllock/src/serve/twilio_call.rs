@@ -67,8 +67,10 @@ pub const BROWSER_CALLER: &str = "browser";
 pub(crate) async fn run(app: Arc<App>, socket: WebSocket, slot: super::live::CallSlot, line: Line) {
     let (ws_tx, mut ws_rx) = socket.split();
     let (out_tx, out_rx) = mpsc::unbounded_channel();
-    // The writer runs beside the call's player (see `playout`).
-    let writer = super::playout::handle().spawn(write_loop(ws_tx, out_rx));
+    // The call's place on the playout: its writer runs there, beside its
+    // player (see `playout`), for as long as the call lasts.
+    let lane = app.playout.assign();
+    let writer = lane.handle().spawn(write_loop(ws_tx, out_rx));
     let mut reader = StreamReader::new();
     let Some(start) = wait_for_start(&mut ws_rx, &mut reader).await else {
         let _ = out_tx.send(Outgoing::Close);
@@ -79,7 +81,7 @@ pub(crate) async fn run(app: Arc<App>, socket: WebSocket, slot: super::live::Cal
     // At `error` level so the span exists under any filter that shows a
     // line at all (the default is `warn`).
     let span = tracing::error_span!("call", call_id = %start.call_sid);
-    let mut call = Call::new(app, start, out_tx, line);
+    let mut call = Call::new(app, start, out_tx, line, lane);
     // Every line of the call (and of the tasks it starts) names it.
     let live = async move {
         let started = chrono::Utc::now().timestamp_millis() as f64 / 1000.0;
@@ -187,10 +189,18 @@ struct Call {
     /// The id of the line being said straight onto the socket (`u64::MAX`:
     /// none): its echoes are not a reply's first audio heard.
     direct: AtomicU64,
+    /// The playout thread of this call's player and socket writer.
+    lane: super::playout::Lane,
 }
 
 impl Call {
-    fn new(app: Arc<App>, start: Start, out: mpsc::UnboundedSender<Outgoing>, line: Line) -> Self {
+    fn new(
+        app: Arc<App>,
+        start: Start,
+        out: mpsc::UnboundedSender<Outgoing>,
+        line: Line,
+        lane: super::playout::Lane,
+    ) -> Self {
         let ledger = Arc::new(Mutex::new(MarkLedger::new(app.cfg.twilio.mark_interval_ms)));
         let call_id = call_id_of(&start);
         Call {
@@ -208,6 +218,7 @@ impl Call {
             first_heard: FirstHeard::default(),
             next_id: Arc::default(),
             direct: AtomicU64::new(u64::MAX),
+            lane,
         }
     }
 
@@ -288,8 +299,8 @@ impl Call {
                 start_unix: started,
                 journal: journal.clone(),
                 output_lead: Duration::from_millis(cfg.serve.output_lead_ms),
-                pacing: Some(self.app.pacing.clone()),
-                playout: Some(super::playout::handle()),
+                pacing: Some(self.app.pacing[self.lane.index()].clone()),
+                playout: Some(self.lane.handle()),
                 played_proof: Some({
                     let l = self.ledger.clone();
                     Arc::new(move |id| {

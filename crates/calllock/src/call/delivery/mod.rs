@@ -424,13 +424,24 @@ pub fn transcript_dump_lines(outcome: &Outcome) -> Vec<String> {
 /// `lease_s`, see [`crate::instance`]): every call they left `active` is
 /// marked `interrupted`, rebuilt from its journal and put through post-call
 /// processing, as is any call of theirs whose post-call processing did not
-/// finish. The calls of live processes are never touched. Returns the ids
-/// processed.
+/// finish. The calls of live processes are never touched, and of several
+/// processes recovering at once each call goes to one
+/// ([`store::Store::claim_call`]). A call the stop cut off mid-way (its
+/// journal has no end) is owed a callback unless it was settled
+/// ([`agent::engine::cut_off_by_the_server`]), as when a server ends a
+/// call itself. Returns the ids processed.
 pub async fn recover(post: &PostCall, lease_s: f64) -> Result<Vec<String>, store::StoreError> {
     let now = (post.clock)();
     post.store.mark_orphans_interrupted(now, lease_s).await?;
     let mut ids = Vec::new();
     for (id, status, started) in post.store.calls_pending_postcall(now, lease_s).await? {
+        if !post
+            .store
+            .claim_call(&id, &post.worker, now, lease_s)
+            .await?
+        {
+            continue; // another process took it over first
+        }
         let events = post.store.events(&id).await?;
         let started = if started > 0.0 {
             started
@@ -439,6 +450,15 @@ pub async fn recover(post: &PostCall, lease_s: f64) -> Result<Vec<String>, store
         };
         let mut outcome = crate::call::journal::rebuild(&id, &events, started);
         let interrupted = status == CallStatus::Interrupted;
+        if outcome.ended_by == crate::call::outcome::Ending::Interrupted {
+            if let Some(from) = agent::engine::cut_off_by_the_server(&mut outcome.session) {
+                tracing::warn!(
+                    call_id = id,
+                    state = from.as_str(),
+                    "the call was cut off mid-way: a callback is owed"
+                );
+            }
+        }
         tracing::warn!(
             call_id = id,
             events = events.len(),
