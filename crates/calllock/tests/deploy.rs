@@ -215,3 +215,106 @@ fn a_root_owned_volume_is_handed_to_the_server_user() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// `deploy/`'s example of several instances: the balancer checks the
+/// health path the server answers (503 while draining takes an instance
+/// out), keeps a call's WebSocket open as long as a call may last, sends
+/// to every instance the compose file starts, on the port they listen
+/// on; every instance has its own name on the one PostgreSQL database,
+/// and gets the time its graceful drain needs. (The configuration itself
+/// is checked by HAProxy in `tests/scale_out.rs`, which runs with it.)
+#[test]
+fn the_scale_out_example_points_the_balancer_at_every_instance() {
+    let haproxy = std::fs::read_to_string(repo().join("deploy/haproxy.cfg")).unwrap();
+    let compose = std::fs::read_to_string(repo().join("deploy/compose.yaml")).unwrap();
+    let lines: Vec<&str> = haproxy
+        .lines()
+        .map(|l| l.split('#').next().unwrap().trim())
+        .filter(|l| !l.is_empty())
+        .collect();
+    let has = |l: &str| lines.contains(&l);
+    assert!(has("option httpchk GET /health"), "{lines:?}");
+    assert!(
+        has("http-check expect status 200"),
+        "draining (503) must take an instance out"
+    );
+    assert!(
+        has("option redispatch"),
+        "a dead instance's new calls go elsewhere"
+    );
+    let tunnel = lines
+        .iter()
+        .find_map(|l| l.strip_prefix("timeout tunnel "))
+        .expect("timeout tunnel (a call's WebSocket)");
+    let secs = match tunnel.trim() {
+        t if t.ends_with('h') => t.trim_end_matches('h').parse::<u64>().unwrap() * 3600,
+        t if t.ends_with('m') => t.trim_end_matches('m').parse::<u64>().unwrap() * 60,
+        t => t.trim_end_matches('s').parse::<u64>().unwrap(),
+    };
+    assert!(
+        secs >= 3600,
+        "a call may last an hour: timeout tunnel {tunnel}"
+    );
+
+    let port = Config::default().serve.port;
+    let servers: Vec<&str> = lines
+        .iter()
+        .filter_map(|l| l.strip_prefix("server "))
+        .collect();
+    assert!(servers.len() >= 2, "{servers:?}");
+    let mut names = Vec::new();
+    for s in &servers {
+        let mut parts = s.split_whitespace();
+        let (name, addr) = (parts.next().unwrap(), parts.next().unwrap());
+        let (host, p) = addr.rsplit_once(':').unwrap();
+        assert_eq!(p.parse::<u16>().unwrap(), port, "{s}");
+        assert_eq!(host, name);
+        assert!(
+            compose.contains(&format!("\n  {host}:\n")),
+            "the balancer's {host} is not a service of compose.yaml"
+        );
+        assert!(
+            compose.contains(&format!("CALLLOCK_INSTANCE: {host}\n")),
+            "{host} has no instance name of its own"
+        );
+        names.push(host);
+    }
+    let services = compose
+        .lines()
+        .filter(|l| l.starts_with("  calllock-") && l.ends_with(':'))
+        .count();
+    assert_eq!(
+        services,
+        servers.len(),
+        "every instance is behind the balancer"
+    );
+    let bind = lines
+        .iter()
+        .find_map(|l| l.strip_prefix("bind :"))
+        .expect("bind :PORT");
+    assert!(
+        compose.contains(&format!("\"{bind}:{bind}\"")),
+        "the balancer's port {bind} is published"
+    );
+    // One database for all: the shared environment names PostgreSQL.
+    let db: Vec<&str> = compose
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("CALLLOCK_DATABASE: "))
+        .collect();
+    assert_eq!(db.len(), 1, "one database line, shared: {db:?}");
+    assert!(db[0].starts_with("postgres://"), "{db:?}");
+    // The drain fits in the stop grace period.
+    let defaults = Config::default();
+    let drain = defaults.serve.shutdown_grace_s + defaults.twilio.hangup_wait_s + 5.0;
+    let grace = compose
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("stop_grace_period: "))
+        .expect("stop_grace_period")
+        .trim_end_matches('s')
+        .parse::<f64>()
+        .unwrap();
+    assert!(
+        grace >= drain,
+        "stop_grace_period {grace} s < drain {drain} s"
+    );
+}
