@@ -62,11 +62,25 @@
 //! day to day), copy one build's `target/release/calllock` aside and pass
 //! it as `-- --server PATH`: the same load runs against that binary.
 //!
+//! With `--instances N` (N > 1), N servers share one PostgreSQL database
+//! (a fresh one on the local server) behind HAProxy run with the
+//! project's `deploy/haproxy.cfg` (`scripts/setup-balancer`): the phones
+//! dial the balancer, and the report gives each instance's cores, memory
+//! per live call and pacing, then the totals.
+//!
+//! ```sh
+//! cargo bench -p calllock --bench serve_load -- --instances 3 --calls 600 --seconds 30
+//! ```
+//!
+//! `--playout-threads N` sets the servers' `serve.playout_threads`.
+//!
 //! To profile the server, start it yourself (under `heaptrack`, `perf`…)
 //! and point the load at it: `-- --url http://127.0.0.1:8765 --pid PID`
 //! (`--pid` is the process whose CPU and RSS are reported; without it they
 //! are not). Its `max_calls` must allow the load.
 
+#[path = "../tests/support/balancer.rs"]
+mod balancer;
 #[path = "../tests/support/fake_llm.rs"]
 mod fake_llm;
 
@@ -108,6 +122,10 @@ struct Args {
     tts_stall: f64,
     /// Per cent of LLM replies hung (`--vendors` only).
     llm_hang: f64,
+    /// Servers behind the balancer (1: one server, no balancer).
+    instances: usize,
+    /// The servers' `serve.playout_threads` (None: their default).
+    playout_threads: Option<usize>,
 }
 
 fn args() -> Args {
@@ -122,6 +140,8 @@ fn args() -> Args {
         server: None,
         tts_stall: 0.0,
         llm_hang: 0.0,
+        instances: 1,
+        playout_threads: None,
     };
     let v: Vec<String> = std::env::args().collect();
     let mut i = 1;
@@ -137,6 +157,10 @@ fn args() -> Args {
             "--server" => a.server = Some(next),
             "--tts-stall" => a.tts_stall = next.parse().expect("--tts-stall PCT"),
             "--llm-hang" => a.llm_hang = next.parse().expect("--llm-hang PCT"),
+            "--instances" => a.instances = next.parse().expect("--instances N"),
+            "--playout-threads" => {
+                a.playout_threads = Some(next.parse().expect("--playout-threads N"))
+            }
             "--vendors" => {
                 a.vendors = true;
                 i += 1;
@@ -306,10 +330,15 @@ fn start_server(
     dir: &std::path::Path,
     calls: usize,
     vendors: Option<&VendorFakes>,
-    server: Option<&str>,
+    a: &Args,
+    name: &str,
+    db: Option<&str>,
 ) -> (std::process::Child, String) {
-    let conf = dir.join("calllock.toml");
+    let conf = dir.join(format!("{name}.toml"));
     let mut toml = format!("[serve]\nport = 0\nmax_calls = {}\n", calls + 100);
+    if let Some(n) = a.playout_threads {
+        toml.push_str(&format!("playout_threads = {n}\n"));
+    }
     if let Some(v) = vendors {
         toml.push_str(&format!(
             "vad = \"codec\"\n[deepgram]\napi_key = \"test-key\"\nurl = \"{}\"\ntts_url = \"{}\"\n\
@@ -319,13 +348,21 @@ fn start_server(
         ));
     }
     std::fs::write(&conf, toml).expect("config");
-    let binary = server.unwrap_or(env!("CARGO_BIN_EXE_calllock"));
+    let binary = a
+        .server
+        .as_deref()
+        .unwrap_or(env!("CARGO_BIN_EXE_calllock"));
+    let database = match db {
+        Some(url) => url.to_string(),
+        None => dir.join("calls.db").display().to_string(),
+    };
     let mut child = std::process::Command::new(binary)
         // The offline speech codec, which the phones here speak.
         .env("CALLLOCK_LOCAL_SPEECH", "off")
         .arg("serve")
         .env("CALLLOCK_CONFIG", &conf)
-        .env("CALLLOCK_DATABASE", dir.join("calls.db"))
+        .env("CALLLOCK_INSTANCE", name)
+        .env("CALLLOCK_DATABASE", database)
         .env("CALLLOCK_LOG", "error")
         .stderr(std::process::Stdio::null())
         .env_remove("TWILIO_AUTH_TOKEN")
@@ -345,22 +382,106 @@ fn start_server(
     (child, addr)
 }
 
+/// A server under load: where it listens and, when known, its process.
+struct Served {
+    name: String,
+    addr: String,
+    pid: Option<u32>,
+    child: Option<std::process::Child>,
+}
+
+/// The servers (one, or `--instances` behind the balancer), the URL the
+/// phones dial, and what keeps them up.
+struct Servers {
+    all: Vec<Served>,
+    url: String,
+    _balancer: Option<balancer::Balancer>,
+    /// The shared PostgreSQL database (`--instances`).
+    pg: Option<store::testing::TestDb>,
+}
+
+fn start_servers(a: &Args, dir: &std::path::Path, fakes: Option<&VendorFakes>) -> Servers {
+    if let Some(url) = &a.url {
+        let url = url.trim_end_matches('/').to_string();
+        return Servers {
+            all: vec![Served {
+                name: "server".into(),
+                addr: url.clone(),
+                pid: a.pid,
+                child: None,
+            }],
+            url,
+            _balancer: None,
+            pg: None,
+        };
+    }
+    if a.instances <= 1 {
+        let (child, addr) = start_server(dir, a.calls, fakes, a, "server", None);
+        return Servers {
+            all: vec![Served {
+                name: "server".into(),
+                pid: Some(child.id()),
+                addr: addr.clone(),
+                child: Some(child),
+            }],
+            url: addr,
+            _balancer: None,
+            pg: None,
+        };
+    }
+    if let Some(why) = balancer::missing() {
+        panic!("--instances needs the balancer: {why}");
+    }
+    let pg = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime")
+        .block_on(store::testing::pg_test_db_for("serve_load"))
+        .expect("--instances needs PostgreSQL on this machine (see the SKIP line)");
+    let all: Vec<Served> = (1..=a.instances)
+        .map(|i| {
+            let name = format!("load-{i}");
+            let (child, addr) = start_server(dir, a.calls, fakes, a, &name, Some(pg.url()));
+            Served {
+                name,
+                pid: Some(child.id()),
+                addr,
+                child: Some(child),
+            }
+        })
+        .collect();
+    let addrs: Vec<std::net::SocketAddr> = all
+        .iter()
+        .map(|s| {
+            s.addr
+                .trim_start_matches("http://")
+                .parse()
+                .expect("a server address")
+        })
+        .collect();
+    let lb = balancer::Balancer::start(dir, &addrs);
+    println!(
+        "serve_load: {} instances on one PostgreSQL database behind HAProxy (deploy/haproxy.cfg) at {}",
+        all.len(),
+        lb.url
+    );
+    Servers {
+        url: lb.url.clone(),
+        all,
+        _balancer: Some(lb),
+        pg: Some(pg),
+    }
+}
+
 fn main() {
     let a = args();
     let dir = tempfile::tempdir().expect("temp dir");
     let fakes = (a.vendors && a.url.is_none()).then(|| start_vendor_fakes(&a));
-    let (mut child, addr, pid) = match &a.url {
-        Some(url) => (None, url.trim_end_matches('/').to_string(), a.pid),
-        None => {
-            let (child, addr) =
-                start_server(dir.path(), a.calls, fakes.as_ref(), a.server.as_deref());
-            let pid = child.id();
-            (Some(child), addr, Some(pid))
-        }
-    };
+    let mut servers = start_servers(&a, dir.path(), fakes.as_ref());
+    let addr = servers.url.clone();
     let proc_usage = |pid: Option<u32>| pid.map_or((0.0, 0), proc_usage);
     std::thread::sleep(Duration::from_millis(500));
-    let (_, rss0) = proc_usage(pid);
+    let rss0: Vec<u64> = servers.all.iter().map(|s| proc_usage(s.pid).1).collect();
 
     // The generator yields the cores to the server (threads made from here
     // on inherit the niceness).
@@ -400,45 +521,82 @@ fn main() {
             }));
         }
         tokio::time::sleep_until((t0 + settle).into()).await;
-        let (cpu_a, _) = proc_usage(pid);
+        let cpu_a: Vec<f64> = servers.all.iter().map(|s| proc_usage(s.pid).0).collect();
         let wall_a = Instant::now();
         tokio::time::sleep(Duration::from_secs(a.seconds) / 2).await;
-        let (_, rss_mid) = proc_usage(pid);
-        let live_mid = server_health(&addr).await["live_calls"].as_u64().unwrap_or(0);
+        let mut mid = Vec::new();
+        for s in &servers.all {
+            let rss = proc_usage(s.pid).1;
+            let live = server_health(&s.addr).await["live_calls"].as_u64().unwrap_or(0);
+            mid.push((rss, live));
+        }
         tokio::time::sleep_until((stop_at - Duration::from_millis(200)).into()).await;
-        let (cpu_b, rss_b) = proc_usage(pid);
-        let health = server_health(&addr).await;
+        let mut end = Vec::new();
+        for (i, s) in servers.all.iter().enumerate() {
+            let (cpu_b, rss_b) = proc_usage(s.pid);
+            end.push((cpu_b - cpu_a[i], rss_b, server_health(&s.addr).await));
+        }
         let wall = wall_a.elapsed().as_secs_f64();
-        let cores = (cpu_b - cpu_a) / wall;
-        let live_end = health["live_calls"].as_u64().unwrap_or(0);
         let mut logs = Vec::new();
         for t in tasks {
             if let Ok(Some(l)) = t.await {
                 logs.push(l);
             }
         }
-        let pacing = &health["pacing"];
-        println!(
-            "server: {} live calls, {} tasks",
-            health["live_calls"], health["tasks"]
-        );
         let n = logs.len().max(1) as f64;
         println!("calls completed: {} of {}", logs.len(), a.calls);
-        let per_call = |rss: u64, live: u64| rss.saturating_sub(rss0) as f64 / live.max(1) as f64;
-        println!(
-            "server: {cores:.2} cores; {:.2} % of a core per call; RSS {} MiB ({} KiB idle), \
-             {:.1} KiB per live call mid-run ({live_mid} live), {:.1} KiB at the end ({live_end} live)",
-            100.0 * cores / n,
-            rss_mid.max(rss_b) / 1024,
-            rss0,
-            per_call(rss_mid, live_mid),
-            per_call(rss_b, live_end),
-        );
-        println!(
-            "server pacing over {} frames: late p50 < {} ms, p99 < {} ms, max {} ms; {} frames 20 ms late or more",
-            pacing["frames"], pacing["late_p50_ms"], pacing["late_p99_ms"],
-            pacing["late_max_ms"], pacing["late_20ms_or_more"]
-        );
+        let per_call =
+            |rss: u64, rss0: u64, live: u64| rss.saturating_sub(rss0) as f64 / live.max(1) as f64;
+        let mut total = (0.0, 0u64, 0u64, 0u64, 0u64, 0u64);
+        for (i, s) in servers.all.iter().enumerate() {
+            let (cpu, rss_b, health) = &end[i];
+            let (rss_mid, live_mid) = mid[i];
+            let live_end = health["live_calls"].as_u64().unwrap_or(0);
+            let cores = cpu / wall;
+            let pacing = &health["pacing"];
+            let who = if servers.all.len() > 1 {
+                format!("{}: ", s.name)
+            } else {
+                String::new()
+            };
+            println!(
+                "{who}server: {} live calls, {} tasks, playout threads {} carrying {}",
+                health["live_calls"], health["tasks"], health["playout"]["threads"], health["playout"]["calls"]
+            );
+            println!(
+                "{who}server: {cores:.2} cores; {:.2} % of a core per call; RSS {} MiB ({} KiB idle), \
+                 {:.1} KiB per live call mid-run ({live_mid} live), {:.1} KiB at the end ({live_end} live)",
+                100.0 * cores * servers.all.len() as f64 / n,
+                rss_mid.max(*rss_b) / 1024,
+                rss0[i],
+                per_call(rss_mid, rss0[i], live_mid),
+                per_call(*rss_b, rss0[i], live_end),
+            );
+            println!(
+                "{who}server pacing over {} frames: late p50 < {} ms, p99 < {} ms, max {} ms; {} frames 20 ms late or more",
+                pacing["frames"], pacing["late_p50_ms"], pacing["late_p99_ms"],
+                pacing["late_max_ms"], pacing["late_20ms_or_more"]
+            );
+            total.0 += cores;
+            total.1 += rss_mid.saturating_sub(rss0[i]);
+            total.2 += live_mid;
+            total.3 += pacing["frames"].as_u64().unwrap_or(0);
+            total.4 += pacing["late_20ms_or_more"].as_u64().unwrap_or(0);
+            total.5 = total.5.max(pacing["late_p99_ms"].as_u64().unwrap_or(0));
+        }
+        if servers.all.len() > 1 {
+            println!(
+                "all {} instances: {:.2} cores, {:.1} KiB per live call mid-run ({} live), \
+                 pacing over {} frames: worst instance p99 < {} ms, {} frames 20 ms late or more",
+                servers.all.len(),
+                total.0,
+                total.1 as f64 / total.2.max(1) as f64,
+                total.2,
+                total.3,
+                total.5,
+                total.4
+            );
+        }
         logs
     });
     let mut late: Vec<Duration> = logs
@@ -492,20 +650,31 @@ fn main() {
             a.llm_hang
         );
     }
-    if let Some(child) = child.as_mut() {
-        // SAFETY: kill has no memory-safety preconditions.
-        unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
-        let _ = child.wait();
-        rt.block_on(report_latency(&dir.path().join("calls.db")));
+    let mut stopped = false;
+    for s in servers.all.iter_mut() {
+        if let Some(child) = s.child.as_mut() {
+            // SAFETY: kill has no memory-safety preconditions.
+            unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+            let _ = child.wait();
+            stopped = true;
+        }
+    }
+    if stopped {
+        let store = rt.block_on(async {
+            match &servers.pg {
+                Some(pg) => pg.store().await,
+                None => store::Store::open(&dir.path().join("calls.db")).await,
+            }
+        });
+        match store {
+            Ok(store) => rt.block_on(report_latency(&store)),
+            Err(e) => println!("latency: cannot open the database: {e}"),
+        }
     }
 }
 
 /// Our own added latency per turn, from the calls' stored latency records.
-async fn report_latency(db: &std::path::Path) {
-    let Ok(store) = store::Store::open(db).await else {
-        println!("latency: cannot open {}", db.display());
-        return;
-    };
+async fn report_latency(store: &store::Store) {
     let calls = store.list_calls(None, 100_000).await.unwrap_or_default();
     let mut turns = Vec::new();
     for c in &calls {
