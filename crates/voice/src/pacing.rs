@@ -55,6 +55,15 @@ impl PacingStats {
             .fetch_max(late.as_micros() as u64, Ordering::Relaxed);
     }
 
+    /// Start counting afresh (a measurement window: a frame recorded at
+    /// the same moment may be lost, never counted twice).
+    pub fn reset(&self) {
+        for c in &self.counts {
+            c.store(0, Ordering::Relaxed);
+        }
+        self.max_us.store(0, Ordering::Relaxed);
+    }
+
     /// The counts so far.
     pub fn summary(&self) -> PacingSummary {
         Self::summary_of([self])
@@ -150,6 +159,8 @@ mod tests {
         assert_eq!(sum.late_20ms, 1);
         assert_eq!(sum.max_ms, 60.0);
         assert_eq!(PacingStats::summary_of([&a]), a.summary());
+        b.reset();
+        assert_eq!(b.summary(), PacingStats::default().summary());
     }
 
     #[test]

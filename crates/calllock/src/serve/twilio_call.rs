@@ -126,7 +126,7 @@ async fn wait_for_start(ws_rx: &mut WsRx, reader: &mut StreamReader) -> Option<S
     }
 }
 
-async fn write_loop(
+pub async fn write_loop(
     mut ws_tx: futures_util::stream::SplitSink<WebSocket, Message>,
     mut rx: mpsc::UnboundedReceiver<Outgoing>,
 ) {
