@@ -72,7 +72,9 @@
 //! cargo bench -p calllock --bench serve_load -- --instances 3 --calls 600 --seconds 30
 //! ```
 //!
-//! `--playout-threads N` sets the servers' `serve.playout_threads`.
+//! `--postgres` puts a single server on a fresh PostgreSQL database too
+//! (default: SQLite in a temporary folder). `--playout-threads N` sets the
+//! servers' `serve.playout_threads`.
 //!
 //! To profile the server, start it yourself (under `heaptrack`, `perf`…)
 //! and point the load at it: `-- --url http://127.0.0.1:8765 --pid PID`
@@ -126,6 +128,8 @@ struct Args {
     instances: usize,
     /// The servers' `serve.playout_threads` (None: their default).
     playout_threads: Option<usize>,
+    /// One server on PostgreSQL (`--instances` always is).
+    postgres: bool,
 }
 
 fn args() -> Args {
@@ -142,6 +146,7 @@ fn args() -> Args {
         llm_hang: 0.0,
         instances: 1,
         playout_threads: None,
+        postgres: false,
     };
     let v: Vec<String> = std::env::args().collect();
     let mut i = 1;
@@ -163,6 +168,11 @@ fn args() -> Args {
             }
             "--vendors" => {
                 a.vendors = true;
+                i += 1;
+                continue;
+            }
+            "--postgres" => {
+                a.postgres = true;
                 i += 1;
                 continue;
             }
@@ -415,7 +425,7 @@ fn start_servers(a: &Args, dir: &std::path::Path, fakes: Option<&VendorFakes>) -
             pg: None,
         };
     }
-    if a.instances <= 1 {
+    if a.instances <= 1 && !a.postgres {
         let (child, addr) = start_server(dir, a.calls, fakes, a, "server", None);
         return Servers {
             all: vec![Served {
@@ -429,15 +439,29 @@ fn start_servers(a: &Args, dir: &std::path::Path, fakes: Option<&VendorFakes>) -
             pg: None,
         };
     }
-    if let Some(why) = balancer::missing() {
-        panic!("--instances needs the balancer: {why}");
-    }
     let pg = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .expect("runtime")
         .block_on(store::testing::pg_test_db_for("serve_load"))
-        .expect("--instances needs PostgreSQL on this machine (see the SKIP line)");
+        .expect("--instances and --postgres need PostgreSQL on this machine (see the SKIP line)");
+    if a.instances <= 1 {
+        let (child, addr) = start_server(dir, a.calls, fakes, a, "server", Some(pg.url()));
+        return Servers {
+            all: vec![Served {
+                name: "server".into(),
+                pid: Some(child.id()),
+                addr: addr.clone(),
+                child: Some(child),
+            }],
+            url: addr,
+            _balancer: None,
+            pg: Some(pg),
+        };
+    }
+    if let Some(why) = balancer::missing() {
+        panic!("--instances needs the balancer: {why}");
+    }
     let all: Vec<Served> = (1..=a.instances)
         .map(|i| {
             let name = format!("load-{i}");
