@@ -720,6 +720,16 @@ async fn report_latency(store: &store::Store) {
         ("vendor: tts first audio", |t| t.tts_ms()),
         ("first outbound audio", |t| t.first_outbound_ms),
     ];
+    // Where the tail of our own time comes from: the slowest turns whole.
+    let mut worst: Vec<&calllock::call::latency::TurnLatency> =
+        turns.iter().filter(|t| t.ours_ms().is_some()).collect();
+    worst.sort_by(|a, b| b.ours_ms().partial_cmp(&a.ours_ms()).unwrap());
+    for t in worst.iter().take(3) {
+        println!(
+            "  slowest turn by our own time: {}",
+            serde_json::to_string(t).unwrap_or_default()
+        );
+    }
     for (name, measure) in rows {
         let v: Vec<f64> = turns.iter().filter_map(measure).collect();
         let p = |q| calllock::call::latency::percentile(&v, q).unwrap_or(f64::NAN);
