@@ -425,9 +425,17 @@ fn start_servers(a: &Args, dir: &std::path::Path, fakes: Option<&VendorFakes>) -
             pg: None,
         };
     }
-    if a.instances <= 1 && !a.postgres {
-        let (child, addr) = start_server(dir, a.calls, fakes, a, "server", None);
-        return Servers {
+    // One server, dialled directly.
+    let one = |pg: Option<store::testing::TestDb>| {
+        let (child, addr) = start_server(
+            dir,
+            a.calls,
+            fakes,
+            a,
+            "server",
+            pg.as_ref().map(|p| p.url()),
+        );
+        Servers {
             all: vec![Served {
                 name: "server".into(),
                 pid: Some(child.id()),
@@ -436,8 +444,11 @@ fn start_servers(a: &Args, dir: &std::path::Path, fakes: Option<&VendorFakes>) -
             }],
             url: addr,
             _balancer: None,
-            pg: None,
-        };
+            pg,
+        }
+    };
+    if a.instances <= 1 && !a.postgres {
+        return one(None);
     }
     let pg = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -446,18 +457,7 @@ fn start_servers(a: &Args, dir: &std::path::Path, fakes: Option<&VendorFakes>) -
         .block_on(store::testing::pg_test_db_for("serve_load"))
         .expect("--instances and --postgres need PostgreSQL on this machine (see the SKIP line)");
     if a.instances <= 1 {
-        let (child, addr) = start_server(dir, a.calls, fakes, a, "server", Some(pg.url()));
-        return Servers {
-            all: vec![Served {
-                name: "server".into(),
-                pid: Some(child.id()),
-                addr: addr.clone(),
-                child: Some(child),
-            }],
-            url: addr,
-            _balancer: None,
-            pg: Some(pg),
-        };
+        return one(Some(pg));
     }
     if let Some(why) = balancer::missing() {
         panic!("--instances needs the balancer: {why}");

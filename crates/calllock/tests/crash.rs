@@ -8,9 +8,11 @@
 
 #[path = "support/child.rs"]
 mod child;
+#[path = "support/dashboard.rs"]
+mod support_dashboard;
 
 use child::{Running, PATIENCE};
-use providers::fake::http::{FakeHttp, FakeResponse};
+use providers::fake::http::FakeHttp;
 use serde_json::{json, Value};
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -42,23 +44,7 @@ fn bin(dashboard: &FakeHttp) -> Command {
 }
 
 fn dashboard() -> FakeHttp {
-    let fake = FakeHttp::start();
-    fake.set(
-        "/jobs",
-        vec![FakeResponse::json(
-            200,
-            json!({"success": true, "job_id": "job-1", "lead_id": "lead-1"}),
-        )],
-    );
-    fake.set(
-        "/calls",
-        vec![FakeResponse::json(200, json!({"success": true}))],
-    );
-    fake.set(
-        "/alerts",
-        vec![FakeResponse::json(200, json!({"success": true}))],
-    );
-    fake
+    support_dashboard::accepting()
 }
 
 fn text(b: &[u8]) -> String {

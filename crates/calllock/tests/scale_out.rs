@@ -17,12 +17,14 @@
 
 #[path = "support/balancer.rs"]
 mod balancer;
+#[path = "support/dashboard.rs"]
+mod dashboard;
 #[path = "support/needs.rs"]
 mod needs;
 
 use calllock::call::driver::ScriptItem;
 use calllock::dial::{place_call, script, Answer, DialOptions};
-use providers::fake::http::{FakeHttp, FakeResponse};
+use providers::fake::http::FakeHttp;
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::BufRead;
@@ -44,24 +46,6 @@ const CPS: f64 = 40.0;
 /// How long a whole booking call may take: the agent speaks in real time
 /// (about a minute of lines), with room for a busy machine.
 const CALL_PATIENCE: Duration = Duration::from_secs(300);
-
-fn dashboard() -> FakeHttp {
-    let fake = FakeHttp::start();
-    fake.set(
-        "/jobs",
-        vec![FakeResponse::json(
-            200,
-            json!({"success": true, "job_id": "job-1", "lead_id": "lead-1"}),
-        )],
-    );
-    for path in ["/calls", "/alerts"] {
-        fake.set(
-            path,
-            vec![FakeResponse::json(200, json!({"success": true}))],
-        );
-    }
-    fake
-}
 
 /// One `calllock serve` process.
 struct Instance {
@@ -250,7 +234,7 @@ async fn three_instances_behind_haproxy_survive_one_killed_mid_call() {
         return; // printed why it skips
     };
     let dir = tempfile::tempdir().unwrap();
-    let fake = dashboard();
+    let fake = dashboard::accepting();
     let instances: Vec<Instance> = (1..=3)
         .map(|i| Instance::start(dir.path(), &format!("scale-{i}"), db.url(), &fake))
         .collect();
