@@ -10,6 +10,7 @@
 //! |---|---|---|
 //! | [`Milestone::LlmRequested`] | the LLM stage | the reply's request is handed to the model |
 //! | [`Milestone::LlmFirstToken`] | the LLM stage | the reply's first text arrives |
+//! | [`Milestone::TtsQueued`] | the TTS stage | the utterance's first sentence reaches it (it waits there while an earlier utterance is still being spoken) |
 //! | [`Milestone::TtsRequested`] | the TTS stage | the utterance's first sentence is sent to the voice |
 //! | [`Milestone::TtsFirstAudio`] | the TTS stage | the utterance's first audio arrives from the voice |
 //! | [`Milestone::FirstOutbound`] | the [`Player`](crate::stages::output::Player) | its first audio frame is handed to the sink (the wire) |
@@ -56,6 +57,11 @@ pub enum Milestone {
     LlmRequested,
     /// The LLM stage received the reply's first text.
     LlmFirstToken,
+    /// The utterance's first sentence reached the TTS stage. It is sent
+    /// to the voice at once, unless an earlier utterance is still being
+    /// spoken: the agent never talks over itself, so it waits its turn
+    /// (a wait of policy, not of work).
+    TtsQueued,
     /// The TTS stage sent the utterance's first sentence to the voice.
     TtsRequested,
     /// The TTS stage received the utterance's first audio.
@@ -251,6 +257,11 @@ mod tests {
         let sentence = first + per * 2;
         assert_eq!(at(Milestone::LlmRequested), [ms(0)], "{seen:?}");
         assert_eq!(at(Milestone::LlmFirstToken), [first]);
+        assert_eq!(
+            at(Milestone::TtsQueued),
+            [sentence],
+            "nothing was spoken before it"
+        );
         assert_eq!(at(Milestone::TtsRequested), [sentence]);
         assert_eq!(at(Milestone::TtsFirstAudio), [sentence + voice.first_audio]);
         assert_eq!(at(Milestone::FirstOutbound), [sentence + voice.first_audio]);
@@ -260,7 +271,7 @@ mod tests {
             .map(|(_, _, at)| *at - t0)
             .collect();
         assert_eq!(heard, [sentence + voice.first_audio + ms(100)]);
-        assert_eq!(seen.len(), 6, "each milestone once: {seen:?}");
+        assert_eq!(seen.len(), 7, "each milestone once: {seen:?}");
     }
 
     #[tokio::test]
@@ -278,5 +289,65 @@ mod tests {
         }
         drop(rx);
         reporter.report(7, Milestone::FirstOutbound);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_line_queued_behind_the_agent_s_own_speech_says_when_it_arrived() {
+        let seen: Seen = Arc::default();
+        let voice = CodecTts::default();
+        let mut p = Pipeline::builder()
+            .stage(Head(seen.clone()))
+            .stage(TtsStage::new(Arc::new(voice.clone())))
+            .stage(output::OutputStage)
+            .tail(output::OUTPUT_QUEUE_FRAMES)
+            .build();
+        let up = p.stage_control(p.len() - 1).unwrap();
+        let sink = Echoing {
+            reporter: Arc::new(Mutex::new(Some(MilestoneReporter::new(up.clone())))),
+            echo: Duration::from_millis(100),
+            last: None,
+        };
+        let tail = p.take_tail().unwrap();
+        let player = Player::new(
+            sink,
+            tail,
+            up,
+            p.scope().clone(),
+            Arc::new(Floor::default()),
+        );
+        let player = tokio::spawn(player.run());
+        let t0 = Instant::now();
+        let speak = |id: UtteranceId, text: &str| {
+            Frame::data(
+                0,
+                Data::Speak(crate::frames::UtteranceText {
+                    id,
+                    text: text.into(),
+                }),
+            )
+        };
+        let input = p.input().unwrap().clone();
+        let long = "one two three four five six seven eight nine ten eleven twelve";
+        input.send(speak(1, long)).await.unwrap();
+        input.send(speak(1, "and thirteen.")).await.unwrap();
+        input.send(speak(2, "Anything else?")).await.unwrap();
+        tokio::time::sleep(Duration::from_secs(10)).await;
+        p.cancel(Duration::from_secs(1)).await;
+        let _ = player.await;
+        let seen = seen.lock().unwrap().clone();
+        let at = |id: UtteranceId, m: Milestone| -> Vec<Duration> {
+            seen.iter()
+                .filter(|(i, s, _)| *i == id && *s == m)
+                .map(|(_, _, at)| *at - t0)
+                .collect()
+        };
+        // Each utterance is queued once, when its first sentence arrives.
+        assert_eq!(at(1, Milestone::TtsQueued), [Duration::ZERO], "{seen:?}");
+        assert_eq!(at(2, Milestone::TtsQueued), [Duration::ZERO], "{seen:?}");
+        // The second goes to the voice only once the first has been
+        // spoken (less the lead the voice may run ahead of playback).
+        let requested = at(2, Milestone::TtsRequested);
+        assert_eq!(requested.len(), 1, "{seen:?}");
+        assert!(requested[0] >= Duration::from_secs(2), "{requested:?}");
     }
 }

@@ -73,6 +73,10 @@ pub struct TurnLatency {
     pub llm_request_ms: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub llm_first_token_ms: Option<f64>,
+    /// The reply's first sentence reached the TTS stage (it waits there
+    /// while the agent's earlier line is still being spoken).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tts_queued_ms: Option<f64>,
     /// The reply's first sentence went to the voice.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tts_request_ms: Option<f64>,
@@ -106,11 +110,14 @@ fn diff(a: Option<f64>, b: Option<f64>) -> Option<f64> {
 
 impl TurnLatency {
     /// When the reply was requested: its LLM request, or — for a line
-    /// said without the LLM — its TTS request.
+    /// said without the LLM — when it reached the voice's stage (turns
+    /// stored before that was measured: its TTS request). A canned line
+    /// waits there while the agent's earlier line is still being spoken:
+    /// that wait is the agent not talking over itself, not our work.
     pub fn request_ms(&self) -> Option<f64> {
         match self.reply {
             ReplyKind::Llm => self.llm_request_ms,
-            ReplyKind::Canned => self.tts_request_ms,
+            ReplyKind::Canned => self.tts_queued_ms.or(self.tts_request_ms),
         }
     }
 
@@ -374,6 +381,35 @@ mod tests {
         };
         assert_eq!(canned.request_ms(), Some(2160.5));
         assert_eq!(canned.llm_ms(), None);
+    }
+
+    #[test]
+    fn a_canned_line_waiting_for_the_agent_s_own_speech_is_not_our_time() {
+        let queued = TurnLatency {
+            reply: ReplyKind::Canned,
+            stt_final_ms: Some(0.0),
+            tts_queued_ms: Some(0.4),
+            // The agent's earlier line played for 5.6 s more.
+            tts_request_ms: Some(6000.0),
+            tts_first_audio_ms: Some(6150.0),
+            first_outbound_ms: Some(6150.3),
+            ..TurnLatency::default()
+        };
+        assert_eq!(queued.ours_before_ms(), Some(0.4));
+        assert!((queued.ours_ms().unwrap() - 0.7).abs() < 1e-9);
+        // A turn stored before the queue was measured: the TTS request.
+        let older = TurnLatency {
+            tts_queued_ms: None,
+            ..queued.clone()
+        };
+        assert_eq!(older.ours_before_ms(), Some(6000.0));
+        // The LLM's replies are measured at the LLM request, as before.
+        let llm = TurnLatency {
+            reply: ReplyKind::Llm,
+            llm_request_ms: Some(2.0),
+            ..queued
+        };
+        assert_eq!(llm.ours_before_ms(), Some(2.0));
     }
 
     #[test]

@@ -180,6 +180,9 @@ pub struct TtsStage {
     produced: HashMap<UtteranceId, Duration>,
     playout: Arc<Playout>,
     lead: Duration,
+    /// The newest utterance whose first sentence arrived
+    /// ([`Milestone::TtsQueued`] is sent once per utterance).
+    last_queued: Option<UtteranceId>,
 }
 
 impl TtsStage {
@@ -192,6 +195,7 @@ impl TtsStage {
             produced: HashMap::new(),
             playout: Arc::default(),
             lead: SYNTHESIS_LEAD,
+            last_queued: None,
         }
     }
 
@@ -298,6 +302,11 @@ impl Stage for TtsStage {
             }
             Frame::Data(d) => match d.data {
                 Data::Speak(t) => {
+                    // Utterance ids only grow: a new one is its first sentence.
+                    if self.last_queued.is_none_or(|last| t.id > last) {
+                        self.last_queued = Some(t.id);
+                        ctx.push_up(Milestone::TtsQueued.frame(t.id, Instant::now()));
+                    }
                     self.queue.push_back(Item::Sentence {
                         id: t.id,
                         epoch: d.epoch,

@@ -50,7 +50,7 @@ impl Wait {
 }
 
 /// The milestones of a reply, in pipeline order.
-const MILESTONES: usize = 6;
+const MILESTONES: usize = 7;
 
 fn slot(m: Milestone) -> usize {
     match m {
@@ -60,6 +60,7 @@ fn slot(m: Milestone) -> usize {
         Milestone::TtsFirstAudio => 3,
         Milestone::FirstOutbound => 4,
         Milestone::FirstHeard { .. } => 5,
+        Milestone::TtsQueued => 6,
     }
 }
 
@@ -307,6 +308,7 @@ impl TurnClocks {
             stt_final_ms: Some(offset_ms(t.stt_final, anchor)),
             llm_request_ms: off(0),
             llm_first_token_ms: off(1),
+            tts_queued_ms: off(6),
             tts_request_ms: off(2),
             tts_first_audio_ms: off(3),
             first_outbound_ms: off(4),
