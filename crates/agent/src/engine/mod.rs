@@ -451,6 +451,11 @@ impl<P: Policy> Engine<P> {
     pub fn state(&self) -> State {
         self.session.state
     }
+    /// A turn is suspended on a backend answer (a tool result or a scoped
+    /// reply): a caller utterance now is queued until that turn is done.
+    pub fn is_suspended(&self) -> bool {
+        self.turn.is_some() && !self.ended
+    }
     /// The LLM context: the system prompt, then the conversation as the
     /// log tells it.
     pub fn llm_messages(&self) -> Vec<ChatMessage> {

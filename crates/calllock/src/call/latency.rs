@@ -102,6 +102,10 @@ pub struct TurnLatency {
     /// vendor, not streamed).
     #[serde(default)]
     pub scoped_ms: f64,
+    /// The caller's line waited for the turn before it, still suspended
+    /// on its tool or scoped reply (vendor time, not ours).
+    #[serde(default)]
+    pub queued_ms: f64,
 }
 
 fn diff(a: Option<f64>, b: Option<f64>) -> Option<f64> {
@@ -123,7 +127,7 @@ impl TurnLatency {
 
     /// Every wait before the request that was not ours.
     pub fn waits_ms(&self) -> f64 {
-        self.tool_ms + self.debounce_ms + self.scoped_ms
+        self.tool_ms + self.debounce_ms + self.scoped_ms + self.queued_ms
     }
 
     /// Ours, before the request: STT final → request, less the waits.
@@ -209,6 +213,7 @@ const ROWS: &[(&str, &str, Measure)] = &[
     ("vendors", "phone (out → heard)", TurnLatency::phone_ms),
     ("vendors", "backend tools", |t| Some(t.tool_ms)),
     ("vendors", "scoped reply", |t| Some(t.scoped_ms)),
+    ("vendors", "behind the turn before", |t| Some(t.queued_ms)),
     ("policy waits", "endpointing (+ stt)", |t| t.stt_final_ms),
     ("policy waits", "post-tool debounce", |t| {
         Some(t.debounce_ms)

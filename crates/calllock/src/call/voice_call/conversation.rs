@@ -523,8 +523,13 @@ impl Stage for ConversationStage {
                     }
                     if is_final {
                         if !text.trim().is_empty() {
-                            let done = self.clocks.stt_final(Instant::now());
+                            let now = Instant::now();
+                            let done = self.clocks.stt_final(now);
                             self.turn_measured(done);
+                            // The engine queues it behind a suspended turn.
+                            if self.engine.as_ref().is_some_and(|e| e.is_suspended()) {
+                                self.clocks.wait_started(Wait::Queued, now);
+                            }
                         }
                         self.feed(
                             Input::Transcript {

@@ -41,7 +41,13 @@ pub(super) enum Wait {
     Debounce,
     /// The scoped reply of a terminal state (the LLM vendor, not streamed).
     Scoped,
+    /// The caller's line waited for the turn before it, still suspended on
+    /// its tool or scoped reply (the engine queues it until that is done).
+    Queued,
 }
+
+/// How many kinds of [`Wait`] there are.
+const WAITS: usize = 4;
 
 impl Wait {
     fn index(self) -> usize {
@@ -75,8 +81,8 @@ struct Turn {
     awaiting_stop: bool,
     stt_final: Instant,
     /// Open waits (since when) and the time waited so far.
-    open: [Option<Instant>; 3],
-    waited: [Duration; 3],
+    open: [Option<Instant>; WAITS],
+    waited: [Duration; WAITS],
     /// The reply: its utterance and how it was made.
     reply: Option<(UtteranceId, ReplyKind)>,
     turn: u32,
@@ -90,8 +96,8 @@ impl Turn {
             speech_end,
             awaiting_stop,
             stt_final,
-            open: [None; 3],
-            waited: [Duration::ZERO; 3],
+            open: [None; WAITS],
+            waited: [Duration::ZERO; WAITS],
             reply: None,
             turn: 0,
             milestones: [None; MILESTONES],
@@ -206,7 +212,7 @@ impl TurnClocks {
                 t.stt_final = at;
                 t.speech_end = speech_end;
                 t.awaiting_stop = awaiting_stop;
-                t.waited = [Duration::ZERO; 3];
+                t.waited = [Duration::ZERO; WAITS];
                 for open in t.open.iter_mut().flatten() {
                     *open = (*open).max(at);
                 }
@@ -226,6 +232,12 @@ impl TurnClocks {
         let Some(t) = self.current.as_mut().filter(|t| t.reply.is_none()) else {
             return;
         };
+        // A line queued behind the turn before: only a new turn's wait (a
+        // turn's own tool or scoped request, still open, is already
+        // counted, and the line moved onto it).
+        if w == Wait::Queued && t.open.iter().any(Option::is_some) {
+            return;
+        }
         if w != Wait::Debounce {
             t.close(Wait::Debounce, at);
         }
@@ -251,10 +263,12 @@ impl TurnClocks {
         let Some(t) = self.current.as_mut().filter(|t| t.reply.is_none()) else {
             return;
         };
-        // A debounce still open was flushed into this reply; a tool or
-        // scoped request still open was not waited for.
+        // A debounce still open was flushed into this reply, and a line
+        // queued behind the turn before was waited for until now; a tool
+        // or scoped request still open was not waited for.
         t.close(Wait::Debounce, at);
-        t.open = [None; 3];
+        t.close(Wait::Queued, at);
+        t.open = [None; WAITS];
         self.answered += 1;
         t.turn = self.answered;
         t.reply = Some((id, kind));
@@ -317,6 +331,7 @@ impl TurnClocks {
             tool_ms: dur_ms(t.waited[Wait::Tool.index()]),
             debounce_ms: dur_ms(t.waited[Wait::Debounce.index()]),
             scoped_ms: dur_ms(t.waited[Wait::Scoped.index()]),
+            queued_ms: dur_ms(t.waited[Wait::Queued.index()]),
         })
     }
 }
@@ -394,6 +409,45 @@ mod tests {
         assert_eq!(done.reply, ReplyKind::Canned);
         assert_eq!(done.stt_final_ms, Some(400.0));
         assert_eq!(done.first_outbound_ms, None);
+    }
+
+    #[test]
+    fn a_line_queued_behind_the_turn_before_waits_for_it_not_for_us() {
+        let t0 = Instant::now();
+        let mut c = TurnClocks::new(t0, 0.0);
+        c.set_answering(true);
+        // Turn 1: "one moment", then the booking tool runs for 6 s.
+        c.caller_stopped(t0 + ms(1000));
+        c.stt_final(t0 + ms(1000));
+        c.reply(1, ReplyKind::Canned, t0 + ms(1001));
+        c.wait_started(Wait::Tool, t0 + ms(1002));
+        // Turn 2 arrives meanwhile; the engine queues it.
+        c.caller_stopped(t0 + ms(2000));
+        let first = c.stt_final(t0 + ms(2000)).expect("turn 1 had its reply");
+        assert_eq!(first.tool_ms, 0.0, "the tool began after turn 1's reply");
+        c.wait_started(Wait::Queued, t0 + ms(2000));
+        // The booking answers at 7 s; turn 2's reply is made then.
+        c.wait_ended(Wait::Tool, t0 + ms(7000));
+        c.reply(2, ReplyKind::Canned, t0 + ms(7001));
+        c.milestone(2, Milestone::TtsQueued, t0 + ms(7002));
+        let second = c.finish().expect("turn 2");
+        assert_eq!(second.queued_ms, 5001.0);
+        assert_eq!(second.ours_before_ms(), Some(1.0), "{second:?}");
+
+        // A turn's own tool still running when the caller says more: the
+        // line moves onto the turn, and the tool's wait is not counted twice.
+        let mut c = TurnClocks::new(t0, 0.0);
+        c.set_answering(true);
+        c.stt_final(t0 + ms(1000));
+        c.wait_started(Wait::Tool, t0 + ms(1001));
+        c.stt_final(t0 + ms(1500));
+        c.wait_started(Wait::Queued, t0 + ms(1500));
+        c.wait_ended(Wait::Tool, t0 + ms(3000));
+        c.reply(1, ReplyKind::Llm, t0 + ms(3001));
+        c.milestone(1, Milestone::LlmRequested, t0 + ms(3002));
+        let t = c.finish().expect("answered");
+        assert_eq!((t.tool_ms, t.queued_ms), (1500.0, 0.0));
+        assert_eq!(t.ours_before_ms(), Some(2.0), "{t:?}");
     }
 
     #[test]
