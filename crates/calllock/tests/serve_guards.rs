@@ -418,7 +418,11 @@ fn dial_drives_a_replay_script_against_a_live_server() {
     let dial = std::process::Command::new(env!("CARGO_BIN_EXE_calllock"))
         // The offline speech codec, which the phones here speak.
         .env("CALLLOCK_LOCAL_SPEECH", "off")
-        .args(["dial", "--url", &url, "--pause", "0.2", "--script"])
+        // The caller waits out the agent's turn: a pause longer than any
+        // the agent may leave inside one (the 1.5 s dead-air budget), so a
+        // reply that follows "One moment." late on a busy machine is not
+        // talked over.
+        .args(["dial", "--url", &url, "--pause", "1.6", "--script"])
         .arg(&script)
         .env("CALLLOCK_CONFIG", &conf)
         .env("CALLLOCK_DATABASE", &db)
