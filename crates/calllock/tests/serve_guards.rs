@@ -393,10 +393,15 @@ fn dial_drives_a_replay_script_against_a_live_server() {
     .unwrap();
     let db = dir.path().join("calls.db");
     let script = dir.path().join("call.jsonl");
+    // The caller stays on the line past the 1.5 s dead-air budget before
+    // hanging up, so the answer to its last line is heard even when that
+    // line came while the agent was still finishing the one before (the
+    // tail of that line would otherwise pass for the answer).
     std::fs::write(
         &script,
         "{\"caller\": \"Hi, my AC stopped cooling last night\"}\n\
          {\"caller\": \"No, nothing like that\"}\n\
+         {\"silence\": 2}\n\
          {\"hangup\": true}\n",
     )
     .unwrap();
