@@ -120,9 +120,7 @@ async fn call(socket: axum::extract::ws::WebSocket, step: Arc<Step>) {
     // The phone's side: read (and drop) whatever it sends until it closes.
     while let Some(Ok(_)) = ws_rx.next().await {}
     feed.abort();
-    if let Ok(sink) = player.await {
-        drop(sink);
-    }
+    let _ = player.await;
     let _ = writer.await;
     drop(lane);
 }

@@ -201,6 +201,26 @@ mod tests {
         fn clear(&mut self) {}
     }
 
+    /// Run the pipeline's player into a far end that echoes each
+    /// utterance's first audio 100 ms later (`FirstHeard`).
+    fn play_with_echoes(p: &mut Pipeline) -> tokio::task::JoinHandle<Echoing> {
+        let up = p.stage_control(p.len() - 1).unwrap();
+        let sink = Echoing {
+            reporter: Arc::new(Mutex::new(Some(MilestoneReporter::new(up.clone())))),
+            echo: Duration::from_millis(100),
+            last: None,
+        };
+        let tail = p.take_tail().unwrap();
+        let player = Player::new(
+            sink,
+            tail,
+            up,
+            p.scope().clone(),
+            Arc::new(Floor::default()),
+        );
+        tokio::spawn(player.run())
+    }
+
     #[tokio::test(start_paused = true)]
     async fn each_milestone_is_stamped_once_where_it_happens() {
         let seen: Seen = Arc::default();
@@ -214,22 +234,7 @@ mod tests {
             .stage(output::OutputStage)
             .tail(output::OUTPUT_QUEUE_FRAMES)
             .build();
-        let up = p.stage_control(p.len() - 1).unwrap();
-        let reporter = Arc::new(Mutex::new(Some(MilestoneReporter::new(up.clone()))));
-        let sink = Echoing {
-            reporter,
-            echo: Duration::from_millis(100),
-            last: None,
-        };
-        let tail = p.take_tail().unwrap();
-        let player = Player::new(
-            sink,
-            tail,
-            up,
-            p.scope().clone(),
-            Arc::new(Floor::default()),
-        );
-        let player = tokio::spawn(player.run());
+        let player = play_with_echoes(&mut p);
         let t0 = Instant::now();
         let request = Data::LlmRequest {
             id: 7,
@@ -301,21 +306,7 @@ mod tests {
             .stage(output::OutputStage)
             .tail(output::OUTPUT_QUEUE_FRAMES)
             .build();
-        let up = p.stage_control(p.len() - 1).unwrap();
-        let sink = Echoing {
-            reporter: Arc::new(Mutex::new(Some(MilestoneReporter::new(up.clone())))),
-            echo: Duration::from_millis(100),
-            last: None,
-        };
-        let tail = p.take_tail().unwrap();
-        let player = Player::new(
-            sink,
-            tail,
-            up,
-            p.scope().clone(),
-            Arc::new(Floor::default()),
-        );
-        let player = tokio::spawn(player.run());
+        let player = play_with_echoes(&mut p);
         let t0 = Instant::now();
         let speak = |id: UtteranceId, text: &str| {
             Frame::data(
