@@ -79,7 +79,15 @@
 //! To profile the server, start it yourself (under `heaptrack`, `perf`…)
 //! and point the load at it: `-- --url http://127.0.0.1:8765 --pid PID`
 //! (`--pid` is the process whose CPU and RSS are reported; without it they
-//! are not). Its `max_calls` must allow the load.
+//! are not). Its `max_calls` must allow the load. Or let the bench start
+//! it under a wrapper, which also works with `--vendors` (the server's
+//! configuration points at this process's fakes): `SERVE_LOAD_WRAP=
+//! "heaptrack -o /tmp/serve"` runs `heaptrack -o /tmp/serve calllock
+//! serve`. The reported CPU and RSS are then the wrapper's; read the
+//! profile instead (`heaptrack_print --print-peaks`).
+//!
+//! After the run the report counts what each call wrote to its journal,
+//! by kind: every event waits in its call's queue until it is written.
 
 #[path = "../tests/support/balancer.rs"]
 mod balancer;
@@ -366,7 +374,17 @@ fn start_server(
         Some(url) => url.to_string(),
         None => dir.join("calls.db").display().to_string(),
     };
-    let mut child = std::process::Command::new(binary)
+    let wrap = std::env::var("SERVE_LOAD_WRAP").ok();
+    let mut cmd = match wrap.as_deref() {
+        Some(w) => {
+            let mut words = w.split_whitespace();
+            let mut c = std::process::Command::new(words.next().expect("wrapper"));
+            c.args(words).arg(binary);
+            c
+        }
+        None => std::process::Command::new(binary),
+    };
+    let mut child = cmd
         // The offline speech codec, which the phones here speak.
         .env("CALLLOCK_LOCAL_SPEECH", "off")
         .arg("serve")
@@ -382,7 +400,12 @@ fn start_server(
         .expect("start calllock serve");
     let mut out = std::io::BufReader::new(child.stdout.take().expect("stdout"));
     let mut first = String::new();
-    out.read_line(&mut first).expect("first line");
+    while !first.starts_with("listening on ") {
+        first.clear();
+        if out.read_line(&mut first).expect("first line") == 0 {
+            panic!("the server ended before it listened");
+        }
+    }
     let addr = first
         .trim()
         .strip_prefix("listening on ")
@@ -701,11 +724,27 @@ fn main() {
 async fn report_latency(store: &store::Store) {
     let calls = store.list_calls(None, 100_000).await.unwrap_or_default();
     let mut turns = Vec::new();
+    let mut kinds: std::collections::BTreeMap<String, usize> = Default::default();
     for c in &calls {
         if let Ok(events) = store.events(&c.call_id).await {
+            for e in &events {
+                *kinds.entry(e.kind.clone()).or_default() += 1;
+            }
             turns.extend(calllock::call::latency::from_events(&events));
         }
     }
+    // What each call wrote to its journal, by kind (a busy journal is
+    // memory: events wait in the call's queue until written).
+    let per_call = |n: usize| n as f64 / calls.len().max(1) as f64;
+    println!(
+        "journal: {:.1} events per call ({})",
+        per_call(kinds.values().sum()),
+        kinds
+            .iter()
+            .map(|(k, n)| format!("{k} {:.1}", per_call(*n)))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
     println!(
         "per-turn latency over {} turns of {} calls (ms from the caller's speech end):",
         turns.len(),

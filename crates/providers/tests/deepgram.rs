@@ -497,3 +497,31 @@ mod the_fake {
         assert_eq!(fake.log().connections, 0);
     }
 }
+
+#[tokio::test]
+async fn audio_goes_up_in_100_ms_pieces_and_all_of_it_before_finalize() {
+    let fake = FakeDeepgram::start(FakeBehaviour::default()).await;
+    let (h, mut rx) = spawn(config(&fake));
+    // 1.04 s of caller audio in Twilio's 20 ms frames: not a whole number
+    // of 100 ms pieces, so the last 40 ms wait for the Finalize.
+    let (mut ulaw, _) = encode_mulaw("the heater clicks", 15.0);
+    ulaw.resize(8_320, 0xFF);
+    for frame in ulaw.chunks(160) {
+        h.audio(Bytes::copy_from_slice(frame));
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    h.finalize();
+    let (got, _) = finals(&mut rx, 1, Duration::from_secs(5)).await;
+    assert_eq!(got, ["the heater clicks"]);
+    assert_eq!(
+        fake.audio_received(),
+        ulaw,
+        "every byte, in order, before the Finalize's answer"
+    );
+    let log = fake.log();
+    assert!(
+        log.binary_frames <= 11,
+        "52 frames of 20 ms go up as 100 ms pieces and one rest: {log:?}"
+    );
+    assert_eq!(log.empty_frames, 0);
+}

@@ -220,6 +220,22 @@ impl Store {
         let data = serde_json::to_string(data).map_err(|source| {
             StoreError::json(format!("event {seq} ({kind}) of call {call_id}"), source)
         })?;
+        self.append_event_json(call_id, seq, at_unix, kind, data)
+            .await
+    }
+
+    /// [`Store::append_event`] for `data` already written as JSON text (a
+    /// live call's journal keeps its waiting events as text: a fraction of
+    /// the memory of a `Value` tree). `data` must be one JSON value; it is
+    /// stored as given.
+    pub async fn append_event_json(
+        &self,
+        call_id: &str,
+        seq: i64,
+        at_unix: f64,
+        kind: &str,
+        data: String,
+    ) -> Result<(), StoreError> {
         match self.event_sink().await? {
             EventSink::Sqlite(a) => a.append(call_id, seq, at_unix, kind, &data).await,
             EventSink::Writer(w) => {

@@ -175,109 +175,120 @@ pub(crate) struct Wiring {
 }
 
 /// Run a stage until `End`, `Cancel`, or its upstream is gone.
-pub(crate) async fn run_stage<S: Stage>(mut stage: S, wiring: Wiring) {
-    let Wiring {
-        mut rx,
-        next,
-        prev,
-        scope,
-        observer,
-        index,
-    } = wiring;
-    let name = stage.name();
-    // A stage that panics (or is aborted) must not leave a half-running
-    // call: its guard cancels the call when dropped before a normal exit.
-    let mut guard = FailGuard {
-        scope: scope.clone(),
-        name,
-        armed: true,
-    };
-    let mut out: Vec<Out> = Vec::new();
-    let observe = |o: Observation| {
-        if let Some(tx) = &observer {
-            tx.send(index, name, o);
-        }
-    };
-    loop {
-        let (frame, dir) = match rx.recv_lane().await {
-            Some((f @ Frame::System(_), _)) => (f, Direction::Broadcast),
-            Some((f, Lane::Control)) => (f, Direction::Upstream),
-            Some((f, Lane::Data)) => (f, Direction::Downstream),
-            // Every sender is gone: the input closed without an End.
-            None => (Frame::Control(ControlFrame::End), Direction::Downstream),
+///
+/// Not an `async fn`: an `async fn` keeps its arguments twice in its
+/// state, once as passed and once moved into the body
+/// (rust-lang/rust#62958), so every stage task of every call would carry
+/// its stage twice. The `async move` block keeps the one it captured.
+#[allow(clippy::manual_async_fn)] // on purpose: see above
+pub(crate) fn run_stage<S: Stage>(
+    mut stage: S,
+    wiring: Wiring,
+) -> impl std::future::Future<Output = ()> + Send {
+    async move {
+        let Wiring {
+            mut rx,
+            next,
+            prev,
+            scope,
+            observer,
+            index,
+        } = wiring;
+        let name = stage.name();
+        // A stage that panics (or is aborted) must not leave a half-running
+        // call: its guard cancels the call when dropped before a normal exit.
+        let mut guard = FailGuard {
+            scope: scope.clone(),
+            name,
+            armed: true,
         };
-        let mut stop = false;
-        match &frame {
-            Frame::System(SystemFrame::Interrupt { epoch }) => {
-                let epoch = *epoch;
-                let dropped = rx.purge_stale(|f| f.is_stale(epoch));
-                if dropped > 0 {
-                    observe(Observation::DroppedStale(dropped));
-                }
+        let mut out: Vec<Out> = Vec::new();
+        let observe = |o: Observation| {
+            if let Some(tx) = &observer {
+                tx.send(index, name, o);
             }
-            Frame::System(SystemFrame::Cancel) => stop = true,
-            Frame::Control(ControlFrame::End) if dir == Direction::Downstream => stop = true,
-            f if f.is_stale(scope.epoch()) => {
-                observe(Observation::DroppedStale(1));
-                continue;
-            }
-            _ => {}
-        }
-        {
-            let mut ctx = Ctx {
-                out: &mut out,
-                scope: &scope,
-                rx: &rx,
-                name,
-                observer: observer.as_ref(),
-                index,
+        };
+        loop {
+            let (frame, dir) = match rx.recv_lane().await {
+                Some((f @ Frame::System(_), _)) => (f, Direction::Broadcast),
+                Some((f, Lane::Control)) => (f, Direction::Upstream),
+                Some((f, Lane::Data)) => (f, Direction::Downstream),
+                // Every sender is gone: the input closed without an End.
+                None => (Frame::Control(ControlFrame::End), Direction::Downstream),
             };
-            stage.handle(frame, dir, &mut ctx);
-        }
-        if stop && !scope.is_cancelled() {
-            out.push(Out::Down(Frame::Control(ControlFrame::End)));
-        }
-        for o in out.drain(..) {
-            match o {
-                Out::Down(f) => {
-                    let Some(next) = &next else { continue };
-                    if scope.is_cancelled() {
-                        break;
-                    }
-                    if f.is_stale(scope.epoch()) {
-                        observe(Observation::DroppedStale(1));
-                        continue;
-                    }
-                    let sent = match next.try_send(f) {
-                        Ok(()) => Ok(()),
-                        // The slow path is boxed: its state would otherwise
-                        // make every stage task of every call larger.
-                        Err(crate::inbox::Closed(f)) => {
-                            Box::pin(send_waiting(next, f, &scope, &observe)).await
-                        }
-                    };
-                    if sent.is_err() {
-                        tracing::warn!(stage = name, "next stage is gone; cancelling the call");
-                        observe(Observation::NextStageGone);
-                        scope.cancel();
-                        stop = true;
-                        break;
+            let mut stop = false;
+            match &frame {
+                Frame::System(SystemFrame::Interrupt { epoch }) => {
+                    let epoch = *epoch;
+                    let dropped = rx.purge_stale(|f| f.is_stale(epoch));
+                    if dropped > 0 {
+                        observe(Observation::DroppedStale(dropped));
                     }
                 }
-                Out::Up(f) => {
-                    if let Some(prev) = &prev {
-                        let _ = prev.push(f);
+                Frame::System(SystemFrame::Cancel) => stop = true,
+                Frame::Control(ControlFrame::End) if dir == Direction::Downstream => stop = true,
+                f if f.is_stale(scope.epoch()) => {
+                    observe(Observation::DroppedStale(1));
+                    continue;
+                }
+                _ => {}
+            }
+            {
+                let mut ctx = Ctx {
+                    out: &mut out,
+                    scope: &scope,
+                    rx: &rx,
+                    name,
+                    observer: observer.as_ref(),
+                    index,
+                };
+                stage.handle(frame, dir, &mut ctx);
+            }
+            if stop && !scope.is_cancelled() {
+                out.push(Out::Down(Frame::Control(ControlFrame::End)));
+            }
+            for o in out.drain(..) {
+                match o {
+                    Out::Down(f) => {
+                        let Some(next) = &next else { continue };
+                        if scope.is_cancelled() {
+                            break;
+                        }
+                        if f.is_stale(scope.epoch()) {
+                            observe(Observation::DroppedStale(1));
+                            continue;
+                        }
+                        let sent = match next.try_send(f) {
+                            Ok(()) => Ok(()),
+                            // The slow path is boxed: its state would otherwise
+                            // make every stage task of every call larger.
+                            Err(crate::inbox::Closed(f)) => {
+                                Box::pin(send_waiting(next, f, &scope, &observe)).await
+                            }
+                        };
+                        if sent.is_err() {
+                            tracing::warn!(stage = name, "next stage is gone; cancelling the call");
+                            observe(Observation::NextStageGone);
+                            scope.cancel();
+                            stop = true;
+                            break;
+                        }
+                    }
+                    Out::Up(f) => {
+                        if let Some(prev) = &prev {
+                            let _ = prev.push(f);
+                        }
                     }
                 }
             }
+            out.clear();
+            if stop || scope.is_cancelled() {
+                break;
+            }
         }
-        out.clear();
-        if stop || scope.is_cancelled() {
-            break;
-        }
+        guard.armed = false;
+        observe(Observation::Stopped);
     }
-    guard.armed = false;
-    observe(Observation::Stopped);
 }
 
 /// The slow path of a hand-off: the next inbox is full. Waits for room, but
@@ -320,5 +331,44 @@ impl Drop for FailGuard {
             );
             self.scope.cancel();
         }
+    }
+}
+
+#[cfg(test)]
+mod task_size {
+    use super::*;
+
+    /// A stage with 2,000 bytes of state of its own.
+    struct Big([u8; 2000]);
+
+    impl Stage for Big {
+        fn name(&self) -> &'static str {
+            "big"
+        }
+        fn handle(&mut self, frame: Frame, dir: Direction, ctx: &mut Ctx<'_>) {
+            self.0[0] = self.0[0].wrapping_add(1);
+            ctx.pass(frame, dir);
+        }
+    }
+
+    #[test]
+    fn a_stage_task_holds_its_stage_once() {
+        let (_tx, rx) = crate::inbox::inbox(4);
+        let wiring = Wiring {
+            rx,
+            next: None,
+            prev: None,
+            scope: Arc::new(crate::scope::CallScope::new()),
+            observer: None,
+            index: 0,
+        };
+        let task = run_stage(Big([0; 2000]), wiring);
+        let size = std::mem::size_of_val(&task);
+        // An `async fn` would hold it twice (> 4,000 bytes): every call
+        // has nine stage tasks.
+        assert!(
+            size < 3000,
+            "a stage task of {size} bytes for a 2,000-byte stage"
+        );
     }
 }

@@ -58,7 +58,7 @@ mod turn;
 
 pub use said::llm_context_of;
 pub use server_end::{cut_off_by_the_server, turned_away};
-pub use transcript::{log_of_transcript, transcript_of, transcript_since};
+pub use transcript::{caller_lines, log_of_transcript, transcript_of, transcript_since};
 
 /// Timing knobs of the engine (seconds).
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -20,6 +20,21 @@ pub fn transcript_of(log: &EventLog) -> Vec<TranscriptEntry> {
     transcript_since(log, 0)
 }
 
+/// The session's `conversation_history` of a call's log: every caller
+/// utterance, in order, as the engine keeps it (a user message each).
+pub fn caller_lines(log: &EventLog) -> Vec<HistoryMessage> {
+    log.events()
+        .iter()
+        .filter_map(|e| match &e.event {
+            Event::CallerSaid { text } => Some(HistoryMessage {
+                role: "user".into(),
+                content: text.clone(),
+            }),
+            _ => None,
+        })
+        .collect()
+}
+
 /// The lines of [`transcript_of`] the log's entries from `start` on
 /// write down.
 pub fn transcript_since(log: &EventLog, start: usize) -> Vec<TranscriptEntry> {

@@ -46,6 +46,13 @@ use tokio_tungstenite::tungstenite::{self, Message};
 /// µ-law bytes per second (8 kHz, one byte a sample).
 const BYTES_PER_S: f64 = 8000.0;
 
+/// Caller audio goes up in pieces of 100 ms (five of Twilio's 20 ms
+/// frames), not frame by frame: a fifth of the messages and system calls
+/// per call, for Deepgram the same stream. What is held back is sent before
+/// every `Finalize` and before the close, so the end of an utterance is
+/// never late; only interim results can come up to 80 ms later.
+const SEND_BYTES: usize = 800;
+
 /// How one call's socket is opened and kept.
 #[derive(Clone)]
 pub struct LiveConfig {
@@ -159,21 +166,48 @@ pub fn spawn(cfg: LiveConfig) -> (LiveHandle, mpsc::UnboundedReceiver<LiveEvent>
 }
 
 /// The audio sent, kept until Deepgram covers it with final results.
+///
+/// Held in blocks of [`Replay::BLOCK`] bytes rather than one growing
+/// buffer: what Deepgram covered is given back block by block as its
+/// finals arrive, so a call carries about the audio it has not had
+/// answered — not the most it ever had (a buffer that doubles keeps its
+/// capacity, up to 128 KiB for the 10 s limit, for the rest of the call).
 #[derive(Default)]
 struct Replay {
-    bytes: VecDeque<u8>,
-    /// Call-clock seconds of `bytes[0]`.
+    blocks: VecDeque<Vec<u8>>,
+    /// Bytes of the first block already covered (dropped from the front).
+    head: usize,
+    /// Bytes held, after `head`.
+    len: usize,
+    /// Call-clock seconds of the first byte held.
     start: f64,
 }
 
 impl Replay {
-    fn push(&mut self, audio: &[u8], limit: Duration) {
-        self.bytes.extend(audio);
+    /// A fifth of a second of µ-law per block (what a half-filled last
+    /// block wastes stays small).
+    const BLOCK: usize = 1600;
+
+    fn push(&mut self, mut audio: &[u8], limit: Duration) {
+        while !audio.is_empty() {
+            let room = match self.blocks.back() {
+                Some(b) if b.len() < Self::BLOCK => Self::BLOCK - b.len(),
+                _ => {
+                    self.blocks.push_back(Vec::with_capacity(Self::BLOCK));
+                    Self::BLOCK
+                }
+            };
+            let (now, rest) = audio.split_at(room.min(audio.len()));
+            self.blocks
+                .back_mut()
+                .expect("a block")
+                .extend_from_slice(now);
+            self.len += now.len();
+            audio = rest;
+        }
         let max = (limit.as_secs_f64() * BYTES_PER_S) as usize;
-        if self.bytes.len() > max {
-            let drop = self.bytes.len() - max;
-            self.bytes.drain(..drop);
-            self.start += drop as f64 / BYTES_PER_S;
+        if self.len > max {
+            self.drop_front(self.len - max);
         }
     }
 
@@ -182,12 +216,50 @@ impl Replay {
         if t <= self.start {
             return;
         }
-        let n = (((t - self.start) * BYTES_PER_S) as usize).min(self.bytes.len());
-        self.bytes.drain(..n);
+        self.drop_front(((t - self.start) * BYTES_PER_S) as usize);
+    }
+
+    /// Forget everything held; the next byte is at `t` seconds.
+    fn clear(&mut self, t: f64) {
+        *self = Replay {
+            start: t,
+            ..Replay::default()
+        };
+    }
+
+    fn drop_front(&mut self, n: usize) {
+        let n = n.min(self.len);
+        self.len -= n;
         self.start += n as f64 / BYTES_PER_S;
-        if self.bytes.is_empty() && self.bytes.capacity() > 4096 {
-            self.bytes = VecDeque::new();
+        self.head += n;
+        // Give back every block now wholly covered.
+        while let Some(first) = self.blocks.front() {
+            if self.head < first.len() {
+                break;
+            }
+            self.head -= first.len();
+            self.blocks.pop_front();
         }
+    }
+
+    /// The bytes held, oldest first, in pieces of at most `max` bytes.
+    fn pieces(&self, max: usize) -> impl Iterator<Item = &[u8]> + '_ {
+        let mut skip = self.head;
+        self.blocks.iter().flat_map(move |b| {
+            let from = std::mem::take(&mut skip).min(b.len());
+            b[from..].chunks(max.max(1))
+        })
+    }
+
+    /// Take every byte held, oldest first (the call clock moves on).
+    fn take_all(&mut self) -> Vec<u8> {
+        let mut all = Vec::with_capacity(self.len);
+        for p in self.pieces(Self::BLOCK) {
+            all.extend_from_slice(p);
+        }
+        let n = self.len;
+        self.drop_front(n);
+        all
     }
 }
 
@@ -202,7 +274,15 @@ enum ConnectError {
     Transient(String),
 }
 
+/// The TLS settings of every call's socket, built once: one root store
+/// for the process, and one session cache, so a call's handshake can
+/// resume the session of the call before.
 fn tls() -> Arc<rustls::ClientConfig> {
+    static CONFIG: std::sync::OnceLock<Arc<rustls::ClientConfig>> = std::sync::OnceLock::new();
+    CONFIG.get_or_init(build_tls).clone()
+}
+
+fn build_tls() -> Arc<rustls::ClientConfig> {
     let roots = rustls::RootCertStore {
         roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
     };
@@ -229,8 +309,11 @@ async fn connect(cfg: &LiveConfig) -> Result<Socket, ConnectError> {
         .parse()
         .map_err(|_| ConnectError::Refused("the Deepgram key is not a valid header".into()))?;
     req.headers_mut().insert("Authorization", auth);
+    // Deepgram's messages are a few hundred bytes to a few KB, a couple a
+    // second: a small read buffer (grown for a larger message) is kept by
+    // every call's socket.
     let ws = WebSocketConfig::default()
-        .read_buffer_size(4096)
+        .read_buffer_size(1024)
         .write_buffer_size(0)
         .max_message_size(Some(listen::MAX_MESSAGE_BYTES));
     let attempt = tokio_tungstenite::connect_async_tls_with_config(
@@ -328,7 +411,9 @@ async fn run(
     let mut failures = 0usize;
     let mut reconnecting = false;
     loop {
-        let socket = match connect(&task.cfg).await {
+        // Boxed: the handshake's state is large (TLS, HTTP upgrade) and
+        // would otherwise stay part of every call's task while it serves.
+        let socket = match Box::pin(connect(&task.cfg)).await {
             Ok(s) => s,
             Err(ConnectError::Refused(why)) => {
                 tracing::error!(error = %why, "Deepgram STT unusable for this call");
@@ -357,7 +442,10 @@ async fn run(
                 attempt: failures.max(1),
             });
         }
-        match task.serve(socket).await {
+        // Split here, not in `serve`: an `async fn` keeps its arguments in
+        // its state for as long as it runs, and a socket is 1.4 KB.
+        let (tx, rx) = socket.split();
+        match task.serve(tx, rx).await {
             SocketEnd::Closed => return,
             SocketEnd::Dropped(why) => {
                 tracing::warn!(error = %why, "Deepgram socket dropped mid-call; reconnecting");
@@ -378,8 +466,7 @@ async fn run(
                 // Drop the unheard audio but keep the call clock: the new
                 // socket's times start at the call's present, after every
                 // word already delivered.
-                task.replay.bytes.clear();
-                task.replay.start = task.received;
+                task.replay.clear(task.received);
                 task.refinalize = false;
                 let _ = task.events.send(LiveEvent::NotHeard);
                 reconnecting = true;
@@ -414,7 +501,7 @@ impl Task {
                 self.take_audio(&a);
             }
         }
-        let unheard = Bytes::from(Vec::from(std::mem::take(&mut self.replay.bytes)));
+        let unheard = Bytes::from(self.replay.take_all());
         let _ = self.events.send(LiveEvent::Failed { why, unheard });
     }
 
@@ -467,25 +554,24 @@ impl Task {
     }
 
     /// Run one open socket until the call closes or the socket drops.
-    async fn serve(&mut self, socket: Socket) -> SocketEnd {
-        let (mut tx, mut rx) = socket.split();
+    async fn serve(
+        &mut self,
+        mut tx: futures_util::stream::SplitSink<Socket, Message>,
+        mut rx: futures_util::stream::SplitStream<Socket>,
+    ) -> SocketEnd {
         self.quiet_from = self.messages;
         let after_stall = std::mem::take(&mut self.refinalize);
         self.stall_at = None;
         // This socket's audio starts where Deepgram's coverage ended.
         let offset = self.replay.start;
-        if !self.replay.bytes.is_empty() {
-            let (a, b) = self.replay.bytes.as_slices();
-            let mut again = Vec::with_capacity(a.len() + b.len());
-            again.extend_from_slice(a);
-            again.extend_from_slice(b);
-            for chunk in again.chunks(3200) {
-                if let Err(e) = tx
-                    .send(Message::Binary(Bytes::copy_from_slice(chunk)))
-                    .await
-                {
-                    return SocketEnd::Dropped(e.to_string());
-                }
+        let again: Vec<Bytes> = self
+            .replay
+            .pieces(3200)
+            .map(Bytes::copy_from_slice)
+            .collect();
+        for chunk in again {
+            if let Err(e) = tx.send(Message::Binary(chunk)).await {
+                return SocketEnd::Dropped(e.to_string());
             }
         }
         if after_stall {
@@ -498,6 +584,8 @@ impl Task {
             self.arm_stall_check();
         }
         let mut last_sent = Instant::now();
+        // Caller audio not sent yet: it goes up in pieces of SEND_BYTES.
+        let mut unsent = bytes::BytesMut::new();
         loop {
             let keepalive_at = last_sent + self.cfg.keepalive_every;
             let deadline = self.utterances.deadline();
@@ -505,12 +593,19 @@ impl Task {
                 cmd = self.rx.recv() => match cmd {
                     Some(Command::Audio(a)) => {
                         self.take_audio(&a);
-                        if let Err(e) = tx.send(Message::Binary(a)).await {
-                            return SocketEnd::Dropped(e.to_string());
+                        unsent.extend_from_slice(&a);
+                        if unsent.len() >= SEND_BYTES {
+                            if let Err(e) = tx.send(Message::Binary(unsent.split().freeze())).await {
+                                return SocketEnd::Dropped(e.to_string());
+                            }
+                            last_sent = Instant::now();
                         }
-                        last_sent = Instant::now();
                     }
                     Some(Command::Finalize) => {
+                        // The words end with the audio held back.
+                        if let Err(e) = send_unsent(&mut tx, &mut unsent).await {
+                            return SocketEnd::Dropped(e.to_string());
+                        }
                         if let Err(e) = tx.send(Message::text(FINALIZE)).await {
                             return SocketEnd::Dropped(e.to_string());
                         }
@@ -519,6 +614,9 @@ impl Task {
                         last_sent = Instant::now();
                     }
                     None => {
+                        // On error, close() finds the socket gone too and
+                        // still delivers the words heard.
+                        let _ = send_unsent(&mut tx, &mut unsent).await;
                         self.close(&mut tx, &mut rx, offset).await;
                         return SocketEnd::Closed;
                     }
@@ -534,7 +632,13 @@ impl Task {
                     None => return SocketEnd::Dropped("socket ended".into()),
                 },
                 _ = tokio::time::sleep_until(keepalive_at) => {
-                    if let Err(e) = tx.send(Message::text(KEEP_ALIVE)).await {
+                    // Audio held back is sent rather than a KeepAlive.
+                    let sent = if unsent.is_empty() {
+                        tx.send(Message::text(KEEP_ALIVE)).await
+                    } else {
+                        send_unsent(&mut tx, &mut unsent).await
+                    };
+                    if let Err(e) = sent {
                         return SocketEnd::Dropped(e.to_string());
                     }
                     last_sent = Instant::now();
@@ -595,6 +699,17 @@ impl Task {
     }
 }
 
+/// Send the audio held back, if any.
+async fn send_unsent(
+    tx: &mut futures_util::stream::SplitSink<Socket, Message>,
+    unsent: &mut bytes::BytesMut,
+) -> Result<(), tungstenite::Error> {
+    if unsent.is_empty() {
+        return Ok(());
+    }
+    tx.send(Message::Binary(unsent.split().freeze())).await
+}
+
 async fn sleep_until_some(at: Option<Instant>) {
     match at {
         Some(at) => tokio::time::sleep_until(at).await,
@@ -606,20 +721,82 @@ async fn sleep_until_some(at: Option<Instant>) {
 mod tests {
     use super::*;
 
+    fn held(r: &Replay) -> Vec<u8> {
+        r.pieces(999).flatten().copied().collect()
+    }
+
     #[test]
     fn replay_keeps_only_what_deepgram_has_not_covered() {
         let mut r = Replay::default();
         r.push(&[1u8; 8000], Duration::from_secs(10)); // 1 s
         r.acknowledge(0.5);
-        assert_eq!(r.bytes.len(), 4000);
+        assert_eq!(r.len, 4000);
         assert_eq!(r.start, 0.5);
         r.acknowledge(0.25); // older: nothing
-        assert_eq!(r.bytes.len(), 4000);
+        assert_eq!(r.len, 4000);
         r.push(&[2u8; 8000 * 12], Duration::from_secs(10));
-        assert_eq!(r.bytes.len(), 80_000, "at most the replay limit");
+        assert_eq!(r.len, 80_000, "at most the replay limit");
+        assert_eq!(held(&r), vec![2u8; 80_000]);
         assert!((r.start - 3.0).abs() < 1e-9, "{}", r.start);
         r.acknowledge(100.0);
-        assert!(r.bytes.is_empty());
+        assert_eq!(r.len, 0);
+        assert!(r.blocks.is_empty(), "nothing held once all is covered");
+    }
+
+    #[test]
+    fn replay_gives_covered_blocks_back_and_keeps_order() {
+        // A model: the same pushes and acknowledgements on a plain queue.
+        let mut r = Replay::default();
+        let mut model: VecDeque<u8> = VecDeque::new();
+        let mut model_start = 0.0f64;
+        let limit = Duration::from_secs(2);
+        let mut next = 0u8;
+        let mut seed = 0x2545_f491_u64;
+        for step in 0..2_000 {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            if seed.is_multiple_of(3) {
+                let t = model_start + (seed % 9_000) as f64 / BYTES_PER_S;
+                r.acknowledge(t);
+                let n = (((t - model_start) * BYTES_PER_S) as usize).min(model.len());
+                model.drain(..n);
+                model_start += n as f64 / BYTES_PER_S;
+            } else {
+                let frame: Vec<u8> = (0..(seed % 700) as usize)
+                    .map(|_| {
+                        next = next.wrapping_add(1);
+                        next
+                    })
+                    .collect();
+                r.push(&frame, limit);
+                model.extend(&frame);
+                let max = 2 * 8000;
+                if model.len() > max {
+                    let n = model.len() - max;
+                    model.drain(..n);
+                    model_start += n as f64 / BYTES_PER_S;
+                }
+            }
+            assert_eq!(r.len, model.len(), "step {step}");
+            assert!((r.start - model_start).abs() < 1e-6, "step {step}");
+            assert_eq!(
+                held(&r),
+                model.iter().copied().collect::<Vec<_>>(),
+                "step {step}"
+            );
+            let blocks_needed = (r.head + r.len).div_ceil(Replay::BLOCK);
+            assert!(
+                r.blocks.len() <= blocks_needed + 1,
+                "step {step}: {} blocks for {} bytes",
+                r.blocks.len(),
+                r.len
+            );
+            assert!(r.head < Replay::BLOCK, "step {step}");
+        }
+        let all = r.take_all();
+        assert_eq!(all, model.iter().copied().collect::<Vec<_>>());
+        assert!(r.len == 0 && r.blocks.is_empty());
     }
 
     #[test]

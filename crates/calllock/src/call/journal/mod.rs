@@ -39,11 +39,13 @@ pub mod log;
 pub use entry::{Entry, Line};
 use tokio::sync::oneshot;
 
-/// One event waiting to be written.
+/// One event waiting to be written, its data already JSON text (a busy
+/// database makes events wait; as text they take a fraction of the memory
+/// of a `Value` tree).
 struct Pending {
     at: f64,
     kind: &'static str,
-    data: Value,
+    data: Box<str>,
 }
 
 /// What the call's handles hand to its writer. A plain queue rather than a
@@ -151,6 +153,13 @@ impl Journal {
 
     /// Append one event (never blocks; written in order by the writer).
     pub fn record(&self, at_unix: f64, kind: &'static str, data: Value) {
+        self.record_json(at_unix, kind, data.to_string());
+    }
+
+    /// [`Journal::record`] for data already written as JSON text (one JSON
+    /// value).
+    pub fn record_json(&self, at_unix: f64, kind: &'static str, data: String) {
+        let data = data.into_boxed_str();
         let shared = &self.handle.0;
         {
             let mut q = shared.lock();
@@ -218,7 +227,13 @@ async fn writer(store: store::Store, call_id: String, shared: std::sync::Arc<Sha
         while let Some(e) = backlog.front() {
             // Boxed: the database call's state would otherwise be part of
             // every call's idle writer task.
-            let append = Box::pin(store.append_event(&call_id, seq + 1, e.at, e.kind, &e.data));
+            let append = Box::pin(store.append_event_json(
+                &call_id,
+                seq + 1,
+                e.at,
+                e.kind,
+                e.data.to_string(),
+            ));
             match append.await {
                 Ok(()) => {
                     seq += 1;
@@ -295,12 +310,12 @@ impl SessionSnapshots {
     /// Record `session` at `at` unless it equals the last one recorded.
     pub fn record(&mut self, journal: &Journal, at: f64, session: &Session) {
         use std::hash::{Hash, Hasher};
-        let snap = session_snapshot(session);
+        let snap = session_snapshot(session).to_string();
         let mut h = std::collections::hash_map::DefaultHasher::new();
-        snap.to_string().hash(&mut h);
+        snap.hash(&mut h);
         let print = h.finish();
         if self.last != Some(print) {
-            journal.record(at, "session", snap);
+            journal.record_json(at, "session", snap);
             self.last = Some(print);
         }
     }
@@ -329,11 +344,16 @@ impl<'a> JournalObserver<'a> {
     }
 }
 
-/// The session without its transcript (the events carry the lines).
+/// The session without its transcript and its caller lines
+/// (`conversation_history`): the journal's own events carry every line,
+/// and [`rebuild`] takes both back from them. A snapshot is written at
+/// every change, so with the lines it would grow with the call, and the
+/// journal with its square.
 pub fn session_snapshot(s: &Session) -> Value {
     let mut v = serde_json::to_value(s).unwrap_or(Value::Null);
     if let Some(o) = v.as_object_mut() {
         o.remove("transcript_log");
+        o.remove("conversation_history");
     }
     v
 }
@@ -386,6 +406,10 @@ pub fn rebuild(call_id: &str, events: &[store::StoredEvent], started_unix: f64) 
         .unwrap_or(Ending::Interrupted);
     let log = log::log_of_rows(rows.iter().map(|(at, e)| (*at, e)));
     session.transcript_log = agent::engine::transcript_of(&log);
+    if session.conversation_history.is_empty() {
+        // Snapshots leave the caller lines out; the log has each one.
+        session.conversation_history = agent::engine::caller_lines(&log);
+    }
     if session.start_time <= 0.0 {
         session.start_time = started_unix;
     }
@@ -502,6 +526,16 @@ mod tests {
         let mut s = Session::new("+15125550142");
         s.customer_name = "Dana".into();
         s.state = State::Discovery;
+        s.conversation_history = vec![agent::session::HistoryMessage {
+            role: "user".into(),
+            content: "my AC is out".into(),
+        }];
+        let snapshot = session_snapshot(&s);
+        assert!(
+            snapshot.get("conversation_history").is_none()
+                && snapshot.get("transcript_log").is_none(),
+            "a snapshot leaves the lines to the events: {snapshot}"
+        );
         let events = vec![
             ev(
                 1,
@@ -521,7 +555,7 @@ mod tests {
                 "tool_result",
                 json!({"tool": "lookup_caller", "result": {"found": false}, "state": "lookup"}),
             ),
-            ev(4, 103.0, "session", session_snapshot(&s)),
+            ev(4, 103.0, "session", snapshot),
             ev(
                 5,
                 104.0,
@@ -540,6 +574,20 @@ mod tests {
             text,
             "Agent: Thanks for calling!\nCaller: my AC is out\n[Tool: lookup_caller]\nCaller: 78745"
         );
+        // The caller lines (what post-call extraction reads) come back
+        // from the events, the one after the snapshot included.
+        let lines: Vec<&str> = o
+            .session
+            .conversation_history
+            .iter()
+            .map(|m| m.content.as_str())
+            .collect();
+        assert_eq!(lines, ["my AC is out", "78745"]);
+        assert!(o
+            .session
+            .conversation_history
+            .iter()
+            .all(|m| m.role == "user"));
     }
 
     #[test]
