@@ -27,6 +27,7 @@
 //! | `calllock_outbox_depth` | gauge | | deliveries waiting (dashboard, alerts) |
 //! | `calllock_outbox_oldest_age_seconds` | gauge | | age of the oldest waiting delivery |
 //! | `calllock_recording_dropped_total` | counter | | half seconds of call audio left out of recordings (the disk fell behind) |
+//! | `calllock_stream_messages_ignored_total` | counter | `reason` (`not_json`, `foreign_stream`, …: `WireError::kind`) | Media Streams messages a call's socket skipped |
 //!
 //! The gauges and the player counters are read when scraped ([`render`]);
 //! the rest are recorded where they happen.
@@ -49,6 +50,7 @@ pub const TTS_BREAKER_OPEN: &str = "calllock_tts_breaker_open";
 pub const OUTBOX_DEPTH: &str = "calllock_outbox_depth";
 pub const OUTBOX_OLDEST_AGE: &str = "calllock_outbox_oldest_age_seconds";
 pub const RECORDING_DROPPED: &str = "calllock_recording_dropped_total";
+pub const STREAM_MESSAGES_IGNORED: &str = "calllock_stream_messages_ignored_total";
 
 /// Histogram buckets of turn milestones (seconds).
 const TURN_BUCKETS: &[f64] = &[0.1, 0.2, 0.3, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 5.0, 10.0];
@@ -113,6 +115,10 @@ fn describe() {
         "Caller audio frames dropped because the pipeline fell behind."
     );
     describe_counter!(PLAYER_FRAMES, "Agent audio frames sent to callers.");
+    describe_counter!(
+        STREAM_MESSAGES_IGNORED,
+        "Media Streams messages a call's socket skipped, by why (malformed, out of order, another stream's)."
+    );
     describe_counter!(
         RECORDING_DROPPED,
         "Half seconds of call audio left out of recordings (the disk fell behind)."

@@ -820,3 +820,168 @@ async fn the_full_health_report_is_for_the_operator_only() {
     s.drain();
     s.stop().await;
 }
+
+/// A `start` for `sid` on stream `MZ1`, as Twilio sends it.
+fn start_of(sid: &str) -> String {
+    json!({"event": "start", "sequenceNumber": "1", "streamSid": "MZ1",
+        "start": {"streamSid": "MZ1", "accountSid": "AC1", "callSid": sid, "tracks": ["inbound"],
+                  "customParameters": {"From": "+15125550123"},
+                  "mediaFormat": {"encoding": "audio/x-mulaw", "sampleRate": 8000, "channels": 1}}})
+    .to_string()
+}
+
+/// The call's finished record (waits for post-call work).
+async fn finished_record(s: &Server, sid: &str) -> store::CallRecord {
+    // Post-call work follows the end at once; the bound only stops a
+    // broken build from hanging the suite.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        if let Some(r) = s.store().get_call(sid).await.unwrap() {
+            if r.ended_at.is_some() {
+                return r;
+            }
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no record for {sid}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// Issue 27, point 4: a message over the size limit closed the socket
+/// with no close code (the client saw 1005) and the call was recorded as
+/// the caller's hang-up. Now the close says 1009 (RFC 6455: message too
+/// big), the record says the line broke, and an unsettled call is owed a
+/// callback, as after any cut the caller was not told about.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_message_over_the_size_limit_closes_with_1009_and_the_record_says_so() {
+    let (s, _d) = serve(|_| {}).await;
+    let (ws, _) = tokio_tungstenite::connect_async(format!("ws://{}/ws/twilio", s.addr))
+        .await
+        .unwrap();
+    let (mut tx, mut rx) = ws.split();
+    let sid = "CA1009feedfacefeedfacefeedfaceface";
+    tx.send(Message::Text(start_of(sid).into())).await.unwrap();
+    let big = json!({"event": "media", "streamSid": "MZ1",
+        "media": {"payload": "A".repeat(providers::twilio::media_streams::MAX_MESSAGE_BYTES + 1)}});
+    tx.send(Message::Text(big.to_string().into()))
+        .await
+        .unwrap();
+    let close = tokio::time::timeout(Duration::from_secs(30), async {
+        while let Some(m) = rx.next().await {
+            match m {
+                Ok(Message::Close(frame)) => return frame,
+                Ok(_) => {}
+                Err(e) => panic!("the socket broke instead of closing: {e}"),
+            }
+        }
+        None
+    })
+    .await
+    .expect("the server closes the socket");
+    let frame = close.expect("a close frame with a code, not 1005");
+    assert_eq!(u16::from(frame.code), 1009, "{frame:?}");
+    let r = finished_record(&s, sid).await;
+    assert_eq!(r.record["ended_by"], "line_error", "{}", r.record);
+    assert_eq!(
+        r.final_state, "callback",
+        "an unsettled call cut off is owed a callback"
+    );
+    s.stop().await;
+}
+
+/// Issue 27, point 4: a `stop` naming another stream ended the current
+/// call. It is ignored (and counted): the call goes on, the caller is
+/// answered, and only its own `stop` ends it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stop_for_another_stream_is_ignored_and_counted() {
+    let (s, _d) = serve(|_| {}).await;
+    let (ws, _) = tokio_tungstenite::connect_async(format!("ws://{}/ws/twilio", s.addr))
+        .await
+        .unwrap();
+    let (mut tx, mut rx) = ws.split();
+    let sid = "CAf0e1f0e1f0e1f0e1f0e1f0e1f0e1f0e1";
+    tx.send(Message::Text(start_of(sid).into())).await.unwrap();
+    let media_out = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counter = media_out.clone();
+    let reader = tokio::spawn(async move {
+        while let Some(Ok(m)) = rx.next().await {
+            match m {
+                Message::Text(t) if t.as_str().contains("\"media\"") => {
+                    counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                }
+                Message::Close(_) => break,
+                _ => {}
+            }
+        }
+    });
+    let sent = |n: &std::sync::atomic::AtomicUsize| n.load(std::sync::atomic::Ordering::Relaxed);
+    let media = |chunk: &[u8]| {
+        use base64::Engine as _;
+        json!({"event": "media", "streamSid": "MZ1", "media": {"track": "inbound",
+            "payload": base64::engine::general_purpose::STANDARD.encode(chunk)}})
+        .to_string()
+    };
+    // The greeting plays out while the line is silent.
+    let mut before = sent(&media_out);
+    loop {
+        for _ in 0..25 {
+            tx.send(Message::Text(media(&[0xFF; 160]).into()))
+                .await
+                .unwrap();
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let now = sent(&media_out);
+        if now == before && now > 0 {
+            break;
+        }
+        before = now;
+    }
+    let foreign = json!({"event": "stop", "sequenceNumber": "40", "streamSid": "MZ2",
+        "stop": {"accountSid": "AC1", "callSid": "CAsomeoneelse"}});
+    tx.send(Message::Text(foreign.to_string().into()))
+        .await
+        .unwrap();
+    // Still this call: the caller speaks and the agent answers.
+    let (speech, _) = voice::offline::codec::encode_mulaw("my AC stopped cooling last night", 60.0);
+    let silence = vec![0xFFu8; 160 * 60];
+    for chunk in speech.chunks(160).chain(silence.chunks(160)) {
+        tx.send(Message::Text(media(chunk).into())).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    while sent(&media_out) == before {
+        assert!(
+            !reader.is_finished(),
+            "the server closed the call on another stream's stop"
+        );
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the agent never answered"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let own = json!({"event": "stop", "sequenceNumber": "9999", "streamSid": "MZ1",
+        "stop": {"accountSid": "AC1", "callSid": sid}});
+    tx.send(Message::Text(own.to_string().into()))
+        .await
+        .unwrap();
+    let r = finished_record(&s, sid).await;
+    assert_eq!(r.record["ended_by"], "caller", "{}", r.record);
+    assert!(
+        r.transcript.to_string().contains("my AC stopped cooling"),
+        "{}",
+        r.transcript
+    );
+    let scraped = calllock::metrics::handle().expect("the recorder").render();
+    assert!(
+        scraped
+            .lines()
+            .any(|l| l
+                .starts_with("calllock_stream_messages_ignored_total{reason=\"foreign_stream\"}")),
+        "{scraped}"
+    );
+    let _ = tokio::time::timeout(Duration::from_secs(10), reader).await;
+    s.stop().await;
+}

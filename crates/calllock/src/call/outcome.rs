@@ -26,6 +26,11 @@ pub enum Ending {
     /// The process stopped mid-call (crash, kill); the call was rebuilt
     /// from its event log at the next start.
     Interrupted,
+    /// The phone line broke the protocol (a message over the size limit):
+    /// the server closed the stream with the matching close code. Nobody
+    /// told the caller anything, so an unsettled call is owed a callback,
+    /// as after a crash.
+    LineError,
 }
 
 impl Ending {
@@ -38,6 +43,7 @@ impl Ending {
             Ending::Caller => "caller",
             Ending::TimeLimit => "time_limit",
             Ending::Interrupted => "interrupted",
+            Ending::LineError => "line_error",
         }
     }
 
@@ -47,6 +53,7 @@ impl Ending {
             "agent" => Ending::Agent,
             "caller" => Ending::Caller,
             "time_limit" => Ending::TimeLimit,
+            "line_error" => Ending::LineError,
             _ => Ending::Interrupted,
         }
     }

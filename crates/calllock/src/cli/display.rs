@@ -98,6 +98,7 @@ impl Observer for LivePrinter {
                     Ending::SpeechLost => "ended: the caller could no longer be heard",
                     Ending::TimeLimit => "call stopped at the time limit",
                     Ending::Interrupted => "interrupted (the process stopped mid-call)",
+                    Ending::LineError => "the line broke the protocol; the server closed it",
                 };
                 println!("{}", dim(&format!("{t:6.1}s   {who}"), c));
             }

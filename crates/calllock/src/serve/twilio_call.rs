@@ -137,6 +137,14 @@ pub async fn write_loop(
                 let _ = ws_tx.send(Message::Close(None)).await;
                 break;
             }
+            Outgoing::CloseWith { code, reason } => {
+                let frame = axum::extract::ws::CloseFrame {
+                    code,
+                    reason: reason.into(),
+                };
+                let _ = ws_tx.send(Message::Close(Some(frame))).await;
+                break;
+            }
         };
         if ws_tx.send(msg).await.is_err() {
             break;
@@ -324,7 +332,26 @@ impl Call {
         let end = loop {
             tokio::select! {
                 msg = ws_rx.next() => {
-                    let Some(Ok(msg)) = msg else { break Ending::Caller };
+                    let msg = match msg {
+                        Some(Ok(msg)) => msg,
+                        Some(Err(e)) if too_big(&e) => {
+                            // RFC 6455 §7.4.1: 1009, the message is too big
+                            // to process. The line broke the protocol; the
+                            // caller did not hang up.
+                            tracing::warn!(
+                                call_id = self.call_id,
+                                error = %e,
+                                "a message over the size limit; closing the stream with 1009"
+                            );
+                            let _ = self.out.send(Outgoing::CloseWith {
+                                code: 1009,
+                                reason: "message too big",
+                            });
+                            break Ending::LineError;
+                        }
+                        // The line dropped (a reset, no close frame).
+                        _ => break Ending::Caller,
+                    };
                     match self.on_message(msg, &mut reader) {
                         Step::Audio(ulaw, timestamp_ms) => {
                             if let Some(r) = &self.recording {
@@ -410,7 +437,18 @@ impl Call {
                 ended = at.max(ended);
             }
         }
-        let (session, log) = engine.into_parts();
+        let (mut session, log) = engine.into_parts();
+        if ending == Ending::LineError {
+            // The stream was closed on a broken message mid-call: nobody
+            // told the caller, so an unsettled call becomes a callback.
+            if let Some(from) = agent::engine::cut_off_by_the_server(&mut session) {
+                tracing::warn!(
+                    call_id = self.call_id,
+                    state = from.as_str(),
+                    "the line was closed mid-call: a callback is owed"
+                );
+            }
+        }
         let mut outcome = Outcome {
             session,
             log,
@@ -489,6 +527,8 @@ impl Call {
             }
             Ok(_) => {}
             Err(e) => {
+                metrics::counter!(crate::metrics::STREAM_MESSAGES_IGNORED, "reason" => e.kind())
+                    .increment(1);
                 tracing::warn!(call_id = self.call_id, error = %e, "message ignored");
             }
         }
@@ -800,6 +840,22 @@ enum Step {
     Audio(Vec<u8>, u64),
     Continue,
     Stop,
+}
+
+/// Whether a socket read failed because a message (or frame) was over the
+/// size limit (`serve` sets it from `MAX_MESSAGE_BYTES`).
+fn too_big(e: &axum::Error) -> bool {
+    use tokio_tungstenite::tungstenite::{error::CapacityError, Error};
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(err) = source {
+        if let Some(Error::Capacity(CapacityError::MessageTooLong { .. })) =
+            err.downcast_ref::<Error>()
+        {
+            return true;
+        }
+        source = err.source();
+    }
+    false
 }
 
 #[cfg(test)]

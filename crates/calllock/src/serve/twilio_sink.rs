@@ -35,6 +35,9 @@ pub enum Outgoing {
     Text(String),
     /// Close the socket (we end the call).
     Close,
+    /// Close the socket with this close code and reason (the line broke
+    /// the protocol, e.g. 1009: a message too big).
+    CloseWith { code: u16, reason: &'static str },
 }
 
 /// The mark ledger shared by the sink (marks sent, `clear`) and the

@@ -41,9 +41,11 @@ pub enum Inbound {
     Mark {
         name: String,
     },
-    /// The stream stopped (the call ended).
+    /// The stream stopped (the call ended). `stream_sid` is the message's
+    /// own `streamSid` ("" when it has none).
     Stop {
         call_sid: String,
+        stream_sid: String,
     },
     /// An event this version does not know (tolerated).
     Other {
@@ -106,6 +108,32 @@ pub enum WireError {
     DuplicateStart,
     #[error("message after stop")]
     AfterStop,
+    /// A message naming another stream than the one this socket carries
+    /// (its `streamSid` differs from the `start`'s): it is not this
+    /// call's, and changes nothing.
+    #[error("{event} for another stream ({got}; this stream is {ours})")]
+    ForeignStream {
+        event: &'static str,
+        got: String,
+        ours: String,
+    },
+}
+
+impl WireError {
+    /// A short name for counting, e.g. a metric label.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            WireError::TooLarge(_) => "too_large",
+            WireError::NotJson(_) => "not_json",
+            WireError::NoEvent => "no_event",
+            WireError::BadField { .. } => "bad_field",
+            WireError::BadBase64 => "bad_base64",
+            WireError::BeforeStart(_) => "before_start",
+            WireError::DuplicateStart => "duplicate_start",
+            WireError::AfterStop => "after_stop",
+            WireError::ForeignStream { .. } => "foreign_stream",
+        }
+    }
 }
 
 /// Parse one text frame from Twilio, with its `sequenceNumber` if present.
@@ -160,6 +188,13 @@ pub fn parse(text: &str) -> Result<(Inbound, Option<u64>), WireError> {
                 .and_then(Value::as_str)
                 .unwrap_or("")
                 .to_string(),
+            stream_sid: m
+                .get("streamSid")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .chars()
+                .take(64)
+                .collect(),
         },
         other => Inbound::Other {
             event: other.chars().take(64).collect(),
@@ -317,6 +352,24 @@ impl StreamReader {
                 };
                 return Err(WireError::BeforeStart(what));
             }
+            // A `stop` naming another stream is not this call's end.
+            Inbound::Stop { stream_sid, .. }
+                if !stream_sid.is_empty()
+                    && self
+                        .start
+                        .as_ref()
+                        .is_some_and(|s| s.stream_sid != *stream_sid) =>
+            {
+                return Err(WireError::ForeignStream {
+                    event: "stop",
+                    got: stream_sid.clone(),
+                    ours: self
+                        .start
+                        .as_ref()
+                        .map(|s| s.stream_sid.clone())
+                        .unwrap_or_default(),
+                });
+            }
             Inbound::Stop { .. } => self.stopped = true,
             _ => {}
         }
@@ -392,6 +445,26 @@ mod tests {
     const STOP: &str = r#"{"event":"stop","sequenceNumber":"5","streamSid":"MZ18ad","stop":{"accountSid":"ACxx","callSid":"CA42"}}"#;
 
     #[test]
+    fn a_stop_for_another_stream_is_refused_and_the_stream_goes_on() {
+        let mut r = StreamReader::new();
+        r.read(START).unwrap();
+        let foreign = STOP.replace("MZ18ad", "MZother");
+        let err = r.read(&foreign).unwrap_err();
+        assert_eq!(err.kind(), "foreign_stream");
+        assert!(err.to_string().contains("MZother"), "{err}");
+        // Still this stream's: its media is read, and its own stop ends it.
+        assert!(matches!(r.read(MEDIA), Ok(Inbound::Media(_))));
+        assert!(matches!(r.read(STOP), Ok(Inbound::Stop { .. })));
+        assert_eq!(r.read(MEDIA), Err(WireError::AfterStop));
+        // A stop that names no stream is this stream's (lenient, as Twilio
+        // always names it).
+        let mut r = StreamReader::new();
+        r.read(START).unwrap();
+        let unnamed = r#"{"event":"stop","stop":{"callSid":"CA42"}}"#;
+        assert!(matches!(r.read(unnamed), Ok(Inbound::Stop { .. })));
+    }
+
+    #[test]
     fn a_whole_stream_reads_in_order() {
         let mut r = StreamReader::new();
         assert_eq!(
@@ -430,7 +503,8 @@ mod tests {
         assert_eq!(
             r.read(STOP).unwrap(),
             Inbound::Stop {
-                call_sid: "CA42".into()
+                call_sid: "CA42".into(),
+                stream_sid: "MZ18ad".into(),
             }
         );
         assert_eq!(r.sequence_gaps, 0);
