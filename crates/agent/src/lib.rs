@@ -23,6 +23,7 @@ pub mod extract;
 pub mod keywords;
 pub mod machine;
 pub mod postcall;
+pub mod printable;
 pub mod profile;
 pub mod prompts;
 pub mod questions;

@@ -891,7 +891,8 @@ impl Driver {
             let reply_used = self.eng.session().terminal_reply_used;
 
             if let Some((text, is_final)) = &transcript {
-                if !is_final || text.trim().is_empty() {
+                let blank = agent::printable::printable(text).is_empty();
+                if !is_final || blank {
                     prop_assert_eq!(
                         &effects,
                         &vec![Effect::PassThrough {
@@ -900,7 +901,7 @@ impl Driver {
                         }]
                     );
                 }
-                if busy_before && *is_final && !text.trim().is_empty() {
+                if busy_before && *is_final && !blank {
                     // A suspended turn blocks later utterances: queued.
                     prop_assert!(
                         effects.is_empty(),
@@ -1379,7 +1380,10 @@ proptest! {
         for (frag, gap) in &fragments {
             // Blank finals are not fragments (they pass through) and do not
             // restart the debounce, so they arrive without a gap.
-            if !frag.trim().is_empty() {
+            // What the engine keeps of a line: printable text (no
+            // control characters); nothing printable is no fragment.
+            let printed = agent::printable::printable(frag);
+            if !printed.is_empty() {
                 d.now += gap;
             }
             if fire_stale {
@@ -1388,10 +1392,10 @@ proptest! {
                 prop_assert!(e.is_empty(), "stale debounce acted on: {:?}", e);
             }
             let e = d.feed(Input::Transcript { text: frag.clone(), is_final: true })?;
-            if frag.trim().is_empty() {
+            if printed.is_empty() {
                 continue;
             }
-            kept.push(frag.trim().to_string());
+            kept.push(printed);
             deadline = d.now + EngineConfig::default().buffer_debounce_s;
             prop_assert_eq!(
                 &e,

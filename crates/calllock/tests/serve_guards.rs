@@ -7,7 +7,7 @@ use calllock::config::Config;
 use calllock::serve::Server;
 use futures_util::{SinkExt, StreamExt};
 use providers::twilio::signature;
-use serde_json::json;
+use serde_json::{json, Value};
 use std::time::Duration;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::Message;
@@ -984,4 +984,250 @@ async fn a_stop_for_another_stream_is_ignored_and_counted() {
     );
     let _ = tokio::time::timeout(Duration::from_secs(10), reader).await;
     s.stop().await;
+}
+
+/// A live call on a raw socket: `start`, then the greeting played out
+/// over line silence. Returns the sender and the count of agent media.
+async fn answered_call(
+    s: &Server,
+    sid: &str,
+) -> (
+    futures_util::stream::SplitSink<
+        tokio_tungstenite::WebSocketStream<
+            tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>,
+        >,
+        Message,
+    >,
+    std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    tokio::task::JoinHandle<()>,
+) {
+    let (ws, _) = tokio_tungstenite::connect_async(format!("ws://{}/ws/twilio", s.addr))
+        .await
+        .unwrap();
+    let (mut tx, mut rx) = ws.split();
+    tx.send(Message::Text(start_of(sid).into())).await.unwrap();
+    let media_out = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counter = media_out.clone();
+    let reader = tokio::spawn(async move {
+        while let Some(Ok(m)) = rx.next().await {
+            match m {
+                Message::Text(t) if t.as_str().contains("\"media\"") => {
+                    counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                }
+                Message::Close(_) => break,
+                _ => {}
+            }
+        }
+    });
+    let sent = |n: &std::sync::atomic::AtomicUsize| n.load(std::sync::atomic::Ordering::Relaxed);
+    let mut before = sent(&media_out);
+    loop {
+        for _ in 0..25 {
+            tx.send(Message::Text(media_of(&[0xFF; 160]).into()))
+                .await
+                .unwrap();
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let now = sent(&media_out);
+        if now == before && now > 0 {
+            break;
+        }
+        before = now;
+    }
+    (tx, media_out, reader)
+}
+
+fn media_of(chunk: &[u8]) -> String {
+    use base64::Engine as _;
+    json!({"event": "media", "streamSid": "MZ1", "media": {"track": "inbound",
+        "payload": base64::engine::general_purpose::STANDARD.encode(chunk)}})
+    .to_string()
+}
+
+/// Issue 27, point 1: random µ-law noise on the line was decoded as a
+/// caller line full of control characters, moved the call on (a
+/// `lookup_caller`) and was stored. Noise at several levels now yields no
+/// caller line (so no tool call either): the caller's real line after it
+/// is the call's only one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn noise_on_the_line_is_not_words() {
+    let (s, _d) = serve(|_| {}).await;
+    let sid = "CAn015en015en015en015en015en015e0";
+    let (mut tx, media, reader) = answered_call(&s, sid).await;
+    let mut seed = 0x005E_ED0F_114E_u64;
+    let mut next = move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    };
+    for level in [2u64, 16, 64, 128] {
+        // Two seconds at this level: codes near silence up to full scale.
+        for i in 0..100 {
+            let mut frame: Vec<u8> = (0..160)
+                .map(|_| {
+                    let r = next();
+                    (0x7F - ((r % level) as u8 & 0x7F)) | ((r >> 8) as u8 & 0x80)
+                })
+                .collect();
+            if i % 8 == 0 {
+                // Noise that happens to start like a word (one frame in
+                // 256 of full-scale noise does): the mark and a length,
+                // right after a dropout, so the recogniser's frames line up
+                // with it.
+                frame[0] = 0x80;
+                frame[1] = (next() % 128) as u8;
+                tx.send(Message::Text(media_of(&[0xFF; 160]).into()))
+                    .await
+                    .unwrap();
+            }
+            tx.send(Message::Text(media_of(&frame).into()))
+                .await
+                .unwrap();
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    }
+    // Then the caller speaks: the agent answers that line, and it is the
+    // call's only caller line (a noise "line" would have come first).
+    let before = media.load(std::sync::atomic::Ordering::Relaxed);
+    let said = "my AC stopped cooling last night";
+    let (speech, _) = voice::offline::codec::encode_mulaw(said, 60.0);
+    for chunk in [0xFFu8; 160 * 50]
+        .chunks(160)
+        .chain(speech.chunks(160))
+        .chain([0xFFu8; 160 * 60].chunks(160))
+    {
+        tx.send(Message::Text(media_of(chunk).into()))
+            .await
+            .unwrap();
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    while media.load(std::sync::atomic::Ordering::Relaxed) == before {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the agent never answered"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let stop = json!({"event": "stop", "streamSid": "MZ1", "stop": {"callSid": sid}});
+    tx.send(Message::Text(stop.to_string().into()))
+        .await
+        .unwrap();
+    let r = finished_record(&s, sid).await;
+    let callers: Vec<&Value> = r
+        .transcript
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["role"] == "user")
+        .collect();
+    assert_eq!(callers.len(), 1, "noise became caller lines: {callers:?}");
+    assert_eq!(callers[0]["content"], said);
+    let events = s.store().events(sid).await.unwrap();
+    let heard: Vec<&Value> = events
+        .iter()
+        .filter(|e| e.kind == "caller")
+        .map(|e| &e.data)
+        .collect();
+    assert_eq!(heard.len(), 1, "noise moved the call on: {heard:?}");
+    let _ = tokio::time::timeout(Duration::from_secs(10), reader).await;
+    s.stop().await;
+}
+
+/// Issue 27, point 1: a caller line with control characters, ANSI escapes
+/// and bidi overrides is kept as printable text, so the record, the
+/// terminal (`calls show`, `transcript`) and the dashboard never receive
+/// them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn escapes_in_a_caller_line_never_reach_the_record_or_the_terminal() {
+    let (s, d) = serve(|_| {}).await;
+    let sid = "CAe5c0e5c0e5c0e5c0e5c0e5c0e5c0e5c0";
+    let (mut tx, media_out, reader) = answered_call(&s, sid).await;
+    let before = media_out.load(std::sync::atomic::Ordering::Relaxed);
+    let line =
+        "my \u{1b}[2J\u{1b}[31mAC \u{202E}stopped\u{202C} cooling\u{7} last\u{0} night\u{9b}1m";
+    let (speech, _) = voice::offline::codec::encode_mulaw(line, 60.0);
+    for chunk in speech.chunks(160).chain([0xFFu8; 160 * 60].chunks(160)) {
+        tx.send(Message::Text(media_of(chunk).into()))
+            .await
+            .unwrap();
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    while media_out.load(std::sync::atomic::Ordering::Relaxed) == before {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the agent never answered"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let stop = json!({"event": "stop", "streamSid": "MZ1", "stop": {"callSid": sid}});
+    tx.send(Message::Text(stop.to_string().into()))
+        .await
+        .unwrap();
+    let r = finished_record(&s, sid).await;
+    let unsafe_char = |c: char| {
+        (c.is_control() && c != '\n' && c != '\t')
+            || matches!(c, '\u{061C}' | '\u{200E}' | '\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
+    };
+    let transcript = r.transcript.to_string();
+    let record = r.record.to_string();
+    for (what, text) in [("transcript", &transcript), ("record", &record)] {
+        // JSON escapes control characters as \u00XX; read the values back.
+        let v: Value = serde_json::from_str(text).unwrap();
+        let mut strings = Vec::new();
+        collect_strings(&v, &mut strings);
+        for s in &strings {
+            assert!(!s.chars().any(unsafe_char), "{what} keeps {s:?}");
+        }
+    }
+    assert!(transcript.contains("stopped cooling"), "{transcript}");
+    let events = s.store().events(sid).await.unwrap();
+    for e in &events {
+        let mut strings = Vec::new();
+        collect_strings(&e.data, &mut strings);
+        assert!(
+            !strings.iter().any(|s| s.chars().any(unsafe_char)),
+            "journal event {} keeps {:?}",
+            e.kind,
+            e.data
+        );
+    }
+    let _ = tokio::time::timeout(Duration::from_secs(10), reader).await;
+    s.stop().await;
+    // The operator's terminal.
+    let db = d.path().join("calls.db");
+    for args in [vec!["calls", "show", sid], vec!["transcript", sid]] {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_calllock"))
+            .arg("--db")
+            .arg(&db)
+            .args(&args)
+            .env("NO_COLOR", "1")
+            .output()
+            .unwrap();
+        let shown = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(shown.contains("stopped cooling"), "{args:?}: {shown}");
+        assert!(
+            !shown.chars().any(unsafe_char),
+            "{args:?} printed {shown:?}"
+        );
+    }
+}
+
+fn collect_strings(v: &Value, out: &mut Vec<String>) {
+    match v {
+        Value::String(s) => out.push(s.clone()),
+        Value::Array(a) => a.iter().for_each(|x| collect_strings(x, out)),
+        Value::Object(o) => o.iter().for_each(|(k, x)| {
+            out.push(k.clone());
+            collect_strings(x, out)
+        }),
+        _ => {}
+    }
 }

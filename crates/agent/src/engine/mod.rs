@@ -512,7 +512,8 @@ impl<P: Policy> Engine<P> {
                 }
             }
             Input::Transcript { text, is_final } => {
-                let nothing = text.trim().is_empty();
+                // Only control characters is no words either.
+                let nothing = crate::printable::printable(&text).is_empty();
                 if is_final {
                     let was_hearing = self.hearing();
                     self.words_came();

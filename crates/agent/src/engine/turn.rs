@@ -11,7 +11,9 @@ impl<P: Policy> Engine<P> {
         self.idle_at = None;
         self.idle_prompts = 0;
         self.capture(now);
-        let text = raw.trim().to_string();
+        // Kept, shown and sent as printable text (no terminal escapes, no
+        // bidi overrides: see `printable`).
+        let text = crate::printable::printable(raw);
         self.session.conversation_history.push(HistoryMessage {
             role: "user".into(),
             content: text.clone(),

@@ -118,16 +118,37 @@ pub fn from_bytes(bytes: &[u8]) -> Vec<i16> {
 pub fn decode(frame: &[i16]) -> Decoded {
     match frame.first() {
         None => Decoded::Silence,
-        Some(&first) if frame.len() >= 2 && encode_sample(first) == WORD_CODE => {
-            let n = usize::from(encode_sample(frame[1]))
-                .min(MAX_WORD_BYTES)
-                .min(frame.len() - 2);
-            let bytes: Vec<u8> = frame[2..2 + n].iter().map(|s| encode_sample(*s)).collect();
-            Decoded::Word(String::from_utf8_lossy(&bytes).into_owned())
+        Some(&first) if frame.len() >= 4 && encode_sample(first) == WORD_CODE => {
+            match word_of(frame) {
+                Some(word) => Decoded::Word(word),
+                // Noise that happened to start like a word: not words.
+                None => Decoded::Voice,
+            }
         }
         _ if frame.iter().all(|s| s.unsigned_abs() < QUIET) => Decoded::Silence,
         _ => Decoded::Voice,
     }
+}
+
+/// The word a first frame carries, if it is one the encoder wrote: a
+/// length from 1 to [`MAX_WORD_BYTES`] with at least one sample after the
+/// bytes, and every sample after them exactly the filler. Line noise that
+/// starts with the word mark (one frame in 256) fails the filler — at
+/// least one exact sample, 38 in an 8 kHz frame of the longest word — so
+/// noise is never taken for words.
+fn word_of(frame: &[i16]) -> Option<String> {
+    let n = usize::from(encode_sample(frame[1]));
+    if n == 0 || n > MAX_WORD_BYTES || n > frame.len() - 3 {
+        return None;
+    }
+    if !frame[2 + n..]
+        .iter()
+        .all(|s| encode_sample(*s) == FILL_CODE)
+    {
+        return None;
+    }
+    let bytes: Vec<u8> = frame[2..2 + n].iter().map(|s| encode_sample(*s)).collect();
+    Some(String::from_utf8_lossy(&bytes).into_owned())
 }
 
 /// Encode `text` as 8 kHz µ-law speech (what goes on a phone line).
@@ -153,6 +174,47 @@ pub fn silence(rate: u32) -> Vec<i16> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn line_noise_is_never_taken_for_words() {
+        // Seeded random µ-law at several levels, and noise frames that
+        // start with the word mark (what used to decode as a word).
+        let mut seed = 0x9E37_79B9_7F4A_7C15u64;
+        let mut next = || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        for level in [1u64, 16, 64, 128] {
+            for _ in 0..20_000 {
+                let mut frame: Vec<u8> = (0..FRAME_SAMPLES_8K)
+                    .map(|_| {
+                        let r = next();
+                        // A code near silence (0xFF / 0x7F) up to full scale.
+                        let magnitude = (r % level) as u8 & 0x7F;
+                        (0x7F - magnitude) | ((r >> 8) as u8 & 0x80)
+                    })
+                    .collect();
+                if next() % 2 == 0 {
+                    frame[0] = WORD_CODE;
+                    frame[1] = (next() % 128) as u8;
+                }
+                assert!(
+                    !matches!(decode_mulaw(&frame), Decoded::Word(_)),
+                    "noise at level {level} decoded as a word: {frame:?}"
+                );
+            }
+        }
+        // A real word still decodes, at every rate the encoder writes.
+        for rate in [8000, 16000, 200] {
+            let (samples, _) = encode("heater", rate, 15.0);
+            let per_frame = (rate as usize / 50).max(4);
+            assert!(
+                matches!(decode(&samples[..per_frame]), Decoded::Word(w) if w == "heater"[..(per_frame - 3).min(6)])
+            );
+        }
+    }
 
     #[test]
     fn round_trip() {

@@ -227,6 +227,50 @@ mod tests {
     }
 
     #[test]
+    fn line_noise_gives_no_words() {
+        // Random µ-law from the phone line, with noise frames that start
+        // like a word (the mark, then a length) right after a dropout, as
+        // full-scale noise does once in 256 frames: a sound without words.
+        let mut seed = 0x00C0_FFEE_u64;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        let mut line = Vec::new();
+        for i in 0..400 {
+            let mut frame: Vec<u8> = (0..160).map(|_| next() as u8).collect();
+            if i % 4 == 0 {
+                line.extend([0xFFu8; 160]);
+                frame[0] = 0x80;
+                frame[1] = (next() % 128) as u8;
+            }
+            line.extend(frame);
+        }
+        line.extend([0xFFu8; 8000]);
+        let mut stt = CodecStt::default();
+        let mut heard = Vec::new();
+        for chunk in line.chunks(160) {
+            heard.extend(stt.push_audio(&Audio {
+                bytes: chunk.to_vec().into(),
+                rate: 8000,
+                encoding: Encoding::MuLaw,
+            }));
+        }
+        let words: Vec<&str> = heard
+            .iter()
+            .map(|t| t.text.as_str())
+            .filter(|t| !t.is_empty())
+            .collect();
+        assert!(words.is_empty(), "noise heard as {words:?}");
+        assert!(
+            heard.iter().any(|t| t.is_final),
+            "a sound without words still ends"
+        );
+    }
+
+    #[test]
     fn mulaw_is_heard_as_its_pcm16() {
         let (speech, _) = super::super::codec::encode("my AC stopped", 8000, 15.0);
         let mut line = speech.clone();

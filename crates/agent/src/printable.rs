@@ -1,0 +1,79 @@
+//! Caller text made safe to keep and to show.
+//!
+//! What a recogniser hears, or a script says, goes into the call's log,
+//! its record, the dashboard, the operator's terminal (`calls show`,
+//! `transcript`, `agenda`) and the LLM. None of those may receive control
+//! characters (an ESC starts a terminal escape sequence; a NUL or a
+//! backspace rewrites what the operator sees) or bidirectional overrides
+//! (text that displays in another order than it reads). So the engine
+//! takes every caller line through [`printable`] before it keeps it: each
+//! control character becomes a space, each bidi control is left out, and
+//! the words stay as they were.
+
+/// Unicode's bidirectional formatting characters: marks, embeddings,
+/// overrides and isolates (UAX #9).
+fn is_bidi_control(c: char) -> bool {
+    matches!(
+        c,
+        '\u{061C}' | '\u{200E}' | '\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}'
+    )
+}
+
+/// `text` without control characters (C0, DEL, C1: each becomes a space)
+/// and without bidirectional controls, every run of white space one space,
+/// trimmed.
+pub fn printable(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut space = false;
+    for c in text.chars() {
+        if is_bidi_control(c) {
+            continue;
+        }
+        let c = if c.is_control() || c.is_whitespace() {
+            ' '
+        } else {
+            c
+        };
+        if c == ' ' {
+            if !space && !out.is_empty() {
+                out.push(' ');
+            }
+            space = true;
+        } else {
+            out.push(c);
+            space = false;
+        }
+    }
+    if out.ends_with(' ') {
+        out.pop();
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escapes_controls_and_bidi_overrides_never_survive() {
+        let raw = "\u{1b}[31mmy AC\u{1b}[0m is\u{0}out \u{202E}evil\u{202C} \u{2066}x\u{2069}\u{7f}\u{9b}2J\r\nok";
+        let clean = printable(raw);
+        assert_eq!(clean, "[31mmy AC [0m is out evil x 2J ok");
+        assert!(!clean.chars().any(|c| c.is_control() || is_bidi_control(c)));
+    }
+
+    #[test]
+    fn ordinary_speech_is_unchanged() {
+        for s in [
+            "my AC stopped cooling last night",
+            "It's 78745.",
+            "Señor Núñez — 2 p.m.?",
+            "出租车",
+        ] {
+            assert_eq!(printable(s), s);
+        }
+        assert_eq!(printable("  spaced   out\t words "), "spaced out words");
+        assert_eq!(printable("\u{1b}\u{7}"), "");
+        assert_eq!(printable("no\u{a0}break\u{2003}em"), "no break em");
+    }
+}
