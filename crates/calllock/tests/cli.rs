@@ -232,6 +232,38 @@ fn replay_odd_caller_text_keeps_the_call_going() {
     assert_eq!(r["final_state"], "discovery");
 }
 
+/// Issue 27, point 1: caller text with terminal escapes, control
+/// characters and bidi overrides reaches the terminal as printable text.
+#[test]
+fn replay_prints_a_caller_line_with_escapes_safely() {
+    let dir = tempfile::tempdir().unwrap();
+    let line =
+        "my \u{1b}[2J\u{1b}[31mAC\u{7} \u{202E}stopped\u{202C} cooling\u{0} \u{9b}1m last night";
+    let body = format!("{}\n", serde_json::json!({"caller": line}));
+    let p = write(dir.path(), "escapes.jsonl", body.as_bytes());
+    let out = run(bin()
+        .arg("replay")
+        .arg(&p)
+        .args(["--now", "2026-02-19T10:15:00-06:00"])
+        .env("NO_COLOR", "1"));
+    let shown = text(&out.stdout);
+    assert!(out.status.success(), "{shown}\n{}", text(&out.stderr));
+    assert!(shown.contains("stopped cooling"), "{shown}");
+    let unsafe_char = |c: char| {
+        (c.is_control() && c != '\n' && c != '\t')
+            || matches!(c, '\u{061C}' | '\u{200E}' | '\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
+    };
+    assert!(!shown.chars().any(unsafe_char), "printed {shown:?}");
+    // And in the JSON report, the caller's line as kept.
+    let r = replay_json(&p, &[]);
+    let caller = entries(&r)
+        .into_iter()
+        .find(|e| e["role"] == "user")
+        .expect("the caller line");
+    let kept = caller["content"].as_str().unwrap();
+    assert_eq!(kept, "my [2J [31mAC stopped cooling 1m last night");
+}
+
 #[test]
 fn replay_silence_gets_are_you_still_there_then_goodbye() {
     let dir = tempfile::tempdir().unwrap();

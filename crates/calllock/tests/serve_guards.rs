@@ -897,47 +897,9 @@ async fn a_message_over_the_size_limit_closes_with_1009_and_the_record_says_so()
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stop_for_another_stream_is_ignored_and_counted() {
     let (s, _d) = serve(|_| {}).await;
-    let (ws, _) = tokio_tungstenite::connect_async(format!("ws://{}/ws/twilio", s.addr))
-        .await
-        .unwrap();
-    let (mut tx, mut rx) = ws.split();
     let sid = "CAf0e1f0e1f0e1f0e1f0e1f0e1f0e1f0e1";
-    tx.send(Message::Text(start_of(sid).into())).await.unwrap();
-    let media_out = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
-    let counter = media_out.clone();
-    let reader = tokio::spawn(async move {
-        while let Some(Ok(m)) = rx.next().await {
-            match m {
-                Message::Text(t) if t.as_str().contains("\"media\"") => {
-                    counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                }
-                Message::Close(_) => break,
-                _ => {}
-            }
-        }
-    });
-    let sent = |n: &std::sync::atomic::AtomicUsize| n.load(std::sync::atomic::Ordering::Relaxed);
-    let media = |chunk: &[u8]| {
-        use base64::Engine as _;
-        json!({"event": "media", "streamSid": "MZ1", "media": {"track": "inbound",
-            "payload": base64::engine::general_purpose::STANDARD.encode(chunk)}})
-        .to_string()
-    };
-    // The greeting plays out while the line is silent.
-    let mut before = sent(&media_out);
-    loop {
-        for _ in 0..25 {
-            tx.send(Message::Text(media(&[0xFF; 160]).into()))
-                .await
-                .unwrap();
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-        let now = sent(&media_out);
-        if now == before && now > 0 {
-            break;
-        }
-        before = now;
-    }
+    let (mut tx, media, reader) = answered_call(&s, sid).await;
+    let before = media.load(std::sync::atomic::Ordering::Relaxed);
     let foreign = json!({"event": "stop", "sequenceNumber": "40", "streamSid": "MZ2",
         "stop": {"accountSid": "AC1", "callSid": "CAsomeoneelse"}});
     tx.send(Message::Text(foreign.to_string().into()))
@@ -945,28 +907,12 @@ async fn a_stop_for_another_stream_is_ignored_and_counted() {
         .unwrap();
     // Still this call: the caller speaks and the agent answers.
     let (speech, _) = voice::offline::codec::encode_mulaw("my AC stopped cooling last night", 60.0);
-    let silence = vec![0xFFu8; 160 * 60];
-    for chunk in speech.chunks(160).chain(silence.chunks(160)) {
-        tx.send(Message::Text(media(chunk).into())).await.unwrap();
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
-    while sent(&media_out) == before {
-        assert!(
-            !reader.is_finished(),
-            "the server closed the call on another stream's stop"
-        );
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "the agent never answered"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    let own = json!({"event": "stop", "sequenceNumber": "9999", "streamSid": "MZ1",
-        "stop": {"accountSid": "AC1", "callSid": sid}});
-    tx.send(Message::Text(own.to_string().into()))
-        .await
-        .unwrap();
+    say_and_wait_for_answer(&mut tx, &speech, &media, before).await;
+    assert!(
+        !reader.is_finished(),
+        "the server closed the call on another stream's stop"
+    );
+    hang_up(&mut tx, sid).await;
     let r = finished_record(&s, sid).await;
     assert_eq!(r.record["ended_by"], "caller", "{}", r.record);
     assert!(
@@ -992,12 +938,7 @@ async fn answered_call(
     s: &Server,
     sid: &str,
 ) -> (
-    futures_util::stream::SplitSink<
-        tokio_tungstenite::WebSocketStream<
-            tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>,
-        >,
-        Message,
-    >,
+    PhoneTx,
     std::sync::Arc<std::sync::atomic::AtomicUsize>,
     tokio::task::JoinHandle<()>,
 ) {
@@ -1035,6 +976,45 @@ async fn answered_call(
         before = now;
     }
     (tx, media_out, reader)
+}
+
+type PhoneTx = futures_util::stream::SplitSink<
+    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>,
+    Message,
+>;
+
+/// Say `audio` (µ-law, then 1.2 s of silence) in real time, and wait for
+/// the agent's answer: more agent media than `before`.
+async fn say_and_wait_for_answer(
+    tx: &mut PhoneTx,
+    audio: &[u8],
+    media: &std::sync::atomic::AtomicUsize,
+    before: usize,
+) {
+    for chunk in audio.chunks(160).chain([0xFFu8; 160 * 60].chunks(160)) {
+        tx.send(Message::Text(media_of(chunk).into()))
+            .await
+            .unwrap();
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // The answer follows within the engine's budgets; the bound only stops
+    // a broken build from hanging the suite.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    while media.load(std::sync::atomic::Ordering::Relaxed) == before {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the agent never answered"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// The caller hangs up: Twilio's `stop` for `sid`.
+async fn hang_up(tx: &mut PhoneTx, sid: &str) {
+    let stop = json!({"event": "stop", "streamSid": "MZ1", "stop": {"callSid": sid}});
+    tx.send(Message::Text(stop.to_string().into()))
+        .await
+        .unwrap();
 }
 
 fn media_of(chunk: &[u8]) -> String {
@@ -1092,28 +1072,10 @@ async fn noise_on_the_line_is_not_words() {
     let before = media.load(std::sync::atomic::Ordering::Relaxed);
     let said = "my AC stopped cooling last night";
     let (speech, _) = voice::offline::codec::encode_mulaw(said, 60.0);
-    for chunk in [0xFFu8; 160 * 50]
-        .chunks(160)
-        .chain(speech.chunks(160))
-        .chain([0xFFu8; 160 * 60].chunks(160))
-    {
-        tx.send(Message::Text(media_of(chunk).into()))
-            .await
-            .unwrap();
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
-    while media.load(std::sync::atomic::Ordering::Relaxed) == before {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "the agent never answered"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    let stop = json!({"event": "stop", "streamSid": "MZ1", "stop": {"callSid": sid}});
-    tx.send(Message::Text(stop.to_string().into()))
-        .await
-        .unwrap();
+    let mut audio = vec![0xFFu8; 160 * 50];
+    audio.extend(speech);
+    say_and_wait_for_answer(&mut tx, &audio, &media, before).await;
+    hang_up(&mut tx, sid).await;
     let r = finished_record(&s, sid).await;
     let callers: Vec<&Value> = r
         .transcript
@@ -1148,24 +1110,8 @@ async fn escapes_in_a_caller_line_never_reach_the_record_or_the_terminal() {
     let line =
         "my \u{1b}[2J\u{1b}[31mAC \u{202E}stopped\u{202C} cooling\u{7} last\u{0} night\u{9b}1m";
     let (speech, _) = voice::offline::codec::encode_mulaw(line, 60.0);
-    for chunk in speech.chunks(160).chain([0xFFu8; 160 * 60].chunks(160)) {
-        tx.send(Message::Text(media_of(chunk).into()))
-            .await
-            .unwrap();
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
-    while media_out.load(std::sync::atomic::Ordering::Relaxed) == before {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "the agent never answered"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    let stop = json!({"event": "stop", "streamSid": "MZ1", "stop": {"callSid": sid}});
-    tx.send(Message::Text(stop.to_string().into()))
-        .await
-        .unwrap();
+    say_and_wait_for_answer(&mut tx, &speech, &media_out, before).await;
+    hang_up(&mut tx, sid).await;
     let r = finished_record(&s, sid).await;
     let unsafe_char = |c: char| {
         (c.is_control() && c != '\n' && c != '\t')
