@@ -19,6 +19,13 @@ fn is_bidi_control(c: char) -> bool {
     )
 }
 
+/// Whether `text` has nothing printable: [`printable`] of it is empty
+/// (checked without building it: every interim transcript asks).
+pub fn is_blank(text: &str) -> bool {
+    text.chars()
+        .all(|c| c.is_control() || c.is_whitespace() || is_bidi_control(c))
+}
+
 /// `text` without control characters (C0, DEL, C1: each becomes a space)
 /// and without bidirectional controls, every run of white space one space,
 /// trimmed.
@@ -75,5 +82,14 @@ mod tests {
         assert_eq!(printable("  spaced   out\t words "), "spaced out words");
         assert_eq!(printable("\u{1b}\u{7}"), "");
         assert_eq!(printable("no\u{a0}break\u{2003}em"), "no break em");
+        for blank in ["", " \t", "\u{1b}\u{7}", "\u{a0}\u{202E}", "\r\n\u{9b}"] {
+            assert!(is_blank(blank) && printable(blank).is_empty(), "{blank:?}");
+        }
+        for words in ["a", "\u{1b}[", " \u{202E}x "] {
+            assert!(
+                !is_blank(words) && !printable(words).is_empty(),
+                "{words:?}"
+            );
+        }
     }
 }

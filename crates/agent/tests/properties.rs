@@ -891,7 +891,7 @@ impl Driver {
             let reply_used = self.eng.session().terminal_reply_used;
 
             if let Some((text, is_final)) = &transcript {
-                let blank = agent::printable::printable(text).is_empty();
+                let blank = agent::printable::is_blank(text);
                 if !is_final || blank {
                     prop_assert_eq!(
                         &effects,

@@ -220,7 +220,7 @@ impl Store {
         let data = serde_json::to_string(data).map_err(|source| {
             StoreError::json(format!("event {seq} ({kind}) of call {call_id}"), source)
         })?;
-        self.append_event_json(call_id, seq, at_unix, kind, data)
+        self.append_event_json(call_id, seq, at_unix, kind, &data)
             .await
     }
 
@@ -234,17 +234,17 @@ impl Store {
         seq: i64,
         at_unix: f64,
         kind: &str,
-        data: String,
+        data: &str,
     ) -> Result<(), StoreError> {
         match self.event_sink().await? {
-            EventSink::Sqlite(a) => a.append(call_id, seq, at_unix, kind, &data).await,
+            EventSink::Sqlite(a) => a.append(call_id, seq, at_unix, kind, data).await,
             EventSink::Writer(w) => {
                 w.append(PendingEvent {
                     call_id: call_id.to_string(),
                     seq,
                     at_unix,
                     kind: kind.to_string(),
-                    data,
+                    data: data.to_owned(),
                     ack: None,
                 })
                 .await

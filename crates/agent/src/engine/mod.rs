@@ -513,7 +513,7 @@ impl<P: Policy> Engine<P> {
             }
             Input::Transcript { text, is_final } => {
                 // Only control characters is no words either.
-                let nothing = crate::printable::printable(&text).is_empty();
+                let nothing = crate::printable::is_blank(&text);
                 if is_final {
                     let was_hearing = self.hearing();
                     self.words_came();

@@ -242,19 +242,19 @@ impl Replay {
         }
     }
 
-    /// The bytes held, oldest first, in pieces of at most `max` bytes.
-    fn pieces(&self, max: usize) -> impl Iterator<Item = &[u8]> + '_ {
+    /// The bytes held, oldest first: a piece per block (at most
+    /// [`Replay::BLOCK`] bytes each).
+    fn pieces(&self) -> impl Iterator<Item = &[u8]> + '_ {
         let mut skip = self.head;
-        self.blocks.iter().flat_map(move |b| {
-            let from = std::mem::take(&mut skip).min(b.len());
-            b[from..].chunks(max.max(1))
-        })
+        self.blocks
+            .iter()
+            .map(move |b| &b[std::mem::take(&mut skip).min(b.len())..])
     }
 
     /// Take every byte held, oldest first (the call clock moves on).
     fn take_all(&mut self) -> Vec<u8> {
         let mut all = Vec::with_capacity(self.len);
-        for p in self.pieces(Self::BLOCK) {
+        for p in self.pieces() {
             all.extend_from_slice(p);
         }
         let n = self.len;
@@ -564,11 +564,7 @@ impl Task {
         self.stall_at = None;
         // This socket's audio starts where Deepgram's coverage ended.
         let offset = self.replay.start;
-        let again: Vec<Bytes> = self
-            .replay
-            .pieces(3200)
-            .map(Bytes::copy_from_slice)
-            .collect();
+        let again: Vec<Bytes> = self.replay.pieces().map(Bytes::copy_from_slice).collect();
         for chunk in again {
             if let Err(e) = tx.send(Message::Binary(chunk)).await {
                 return SocketEnd::Dropped(e.to_string());
@@ -595,7 +591,7 @@ impl Task {
                         self.take_audio(&a);
                         unsent.extend_from_slice(&a);
                         if unsent.len() >= SEND_BYTES {
-                            if let Err(e) = tx.send(Message::Binary(unsent.split().freeze())).await {
+                            if let Err(e) = send_unsent(&mut tx, &mut unsent).await {
                                 return SocketEnd::Dropped(e.to_string());
                             }
                             last_sent = Instant::now();
@@ -722,7 +718,7 @@ mod tests {
     use super::*;
 
     fn held(r: &Replay) -> Vec<u8> {
-        r.pieces(999).flatten().copied().collect()
+        r.pieces().flatten().copied().collect()
     }
 
     #[test]

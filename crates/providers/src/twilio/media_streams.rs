@@ -352,25 +352,18 @@ impl StreamReader {
                 };
                 return Err(WireError::BeforeStart(what));
             }
-            // A `stop` naming another stream is not this call's end.
-            Inbound::Stop { stream_sid, .. }
-                if !stream_sid.is_empty()
-                    && self
-                        .start
-                        .as_ref()
-                        .is_some_and(|s| s.stream_sid != *stream_sid) =>
-            {
-                return Err(WireError::ForeignStream {
-                    event: "stop",
-                    got: stream_sid.clone(),
-                    ours: self
-                        .start
-                        .as_ref()
-                        .map(|s| s.stream_sid.clone())
-                        .unwrap_or_default(),
-                });
+            Inbound::Stop { stream_sid, .. } => {
+                // A `stop` naming another stream is not this call's end.
+                let ours = self.start.as_ref().map(|s| &s.stream_sid);
+                if let Some(ours) = ours.filter(|o| !stream_sid.is_empty() && *o != stream_sid) {
+                    return Err(WireError::ForeignStream {
+                        event: "stop",
+                        got: stream_sid.clone(),
+                        ours: ours.clone(),
+                    });
+                }
+                self.stopped = true;
             }
-            Inbound::Stop { .. } => self.stopped = true,
             _ => {}
         }
         if let Some(seq) = seq {

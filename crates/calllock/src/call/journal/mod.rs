@@ -227,13 +227,8 @@ async fn writer(store: store::Store, call_id: String, shared: std::sync::Arc<Sha
         while let Some(e) = backlog.front() {
             // Boxed: the database call's state would otherwise be part of
             // every call's idle writer task.
-            let append = Box::pin(store.append_event_json(
-                &call_id,
-                seq + 1,
-                e.at,
-                e.kind,
-                e.data.to_string(),
-            ));
+            let append =
+                Box::pin(store.append_event_json(&call_id, seq + 1, e.at, e.kind, &e.data));
             match append.await {
                 Ok(()) => {
                     seq += 1;
