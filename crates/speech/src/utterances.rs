@@ -3,12 +3,25 @@
 //!
 //! The VAD already decides where the caller's turns begin and end
 //! ([`ControlFrame::UserStartedSpeaking`] / `UserStoppedSpeaking`), so
-//! [`UtteranceStt`] keeps the caller's audio from a little before the start
-//! (the *pre-roll*: the VAD says "started" only after `start_secs` of
-//! speech, and the first syllable must not be cut) to the stop, and hands
-//! that clip, at 16 kHz, to a [`Recogniser`]. The text comes back as a
-//! final transcript, in the order the caller spoke, through the
-//! pipeline's [`TranscriptOut`].
+//! [`UtteranceStt`] cuts the caller's audio into clips there and hands
+//! each, at 16 kHz, to a [`Recogniser`]. The text comes back as a final
+//! transcript, in the order the caller spoke, through the pipeline's
+//! [`TranscriptOut`].
+//!
+//! Where a clip begins and ends is [`UtteranceOptions`], one rule for the
+//! live call and for `calllock transcribe` (the same audio must be heard
+//! the same way live and from a recording):
+//!
+//! - it begins [`pre_roll`](UtteranceOptions::pre_roll) before the VAD's
+//!   start (the VAD says "started" only after `start_secs` of speech, and
+//!   the first syllable must not be cut) — always the audio just before
+//!   it, even where that audio also ended the previous clip: a caller
+//!   reading digits starts the next word inside the VAD's stop wait;
+//! - it ends [`post_roll`](UtteranceOptions::post_roll) after the speech,
+//!   not at the VAD's stop: the stop comes after
+//!   [`stop_wait`](UtteranceOptions::stop_wait) of silence, which Whisper
+//!   would decode for nothing (and in which it hears words that are not
+//!   there: "seven eight seven oh one" heard live as "It's M8 M1").
 //!
 //! When the recogniser is overloaded ([`Busy`]) or fails, the caller hears
 //! "Sorry, I didn't catch that" ([`TranscriptOut::not_heard`]) rather than
@@ -22,6 +35,7 @@
 //! [`ControlFrame::UserStartedSpeaking`]: voice::frames::ControlFrame::UserStartedSpeaking
 
 use crate::pool::Busy;
+use audio::vad::VadParams;
 use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Duration;
@@ -41,26 +55,47 @@ pub trait Recogniser: Send + Sync + 'static {
     fn recognise(&self, clip: Vec<f32>) -> Result<Heard, Busy>;
 }
 
-/// How clips are cut.
+/// How clips are cut (see the module's notes).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct UtteranceOptions {
     /// Audio kept from before the VAD's start.
     pub pre_roll: Duration,
+    /// How long the VAD waits in silence before it says the caller
+    /// stopped: the end of every clip that is silence.
+    pub stop_wait: Duration,
+    /// Audio kept after the speech's end (of the stop wait's silence).
+    pub post_roll: Duration,
     /// The longest clip sent at once.
     pub max: Duration,
     /// Clips shorter than this are noise, not words (not sent).
     pub min: Duration,
 }
 
-impl Default for UtteranceOptions {
-    fn default() -> Self {
+impl UtteranceOptions {
+    /// Clips cut at the turns of a VAD tuned with `vad`.
+    pub fn for_vad(vad: &VadParams) -> Self {
         UtteranceOptions {
             // The VAD's start can come ~0.9 s after the first sound (a
             // short first word, then a pause): keep a second.
             pre_roll: Duration::from_millis(1000),
+            stop_wait: Duration::from_secs_f32(vad.stop_secs.max(0.0)),
+            post_roll: Duration::from_millis(200),
             max: Duration::from_secs(28),
             min: Duration::from_millis(200),
         }
+    }
+
+    /// What is left out of a clip's end: the stop wait but the post-roll.
+    pub fn trailing_silence(&self) -> Duration {
+        self.stop_wait.saturating_sub(self.post_roll)
+    }
+}
+
+impl Default for UtteranceOptions {
+    /// For a phone call's VAD ([`VadParams::telephone`], what `serve`
+    /// hears callers with).
+    fn default() -> Self {
+        UtteranceOptions::for_vad(&VadParams::telephone())
     }
 }
 
@@ -77,7 +112,8 @@ pub struct UtteranceStt<R: ?Sized> {
     options: UtteranceOptions,
     /// The caller's audio rate (learned from the audio).
     rate: u32,
-    /// The last `pre_roll` of audio while the caller is quiet.
+    /// The last `pre_roll` of audio, speaking or not (the next clip's
+    /// beginning).
     pre: VecDeque<i16>,
     /// The clip being heard.
     clip: Vec<i16>,
@@ -233,12 +269,11 @@ impl<R: Recogniser + ?Sized> Stt for UtteranceStt<R> {
             if self.clip.len() >= self.samples_of(self.options.max) {
                 self.send_clip();
             }
-        } else {
-            self.pre.extend(samples);
-            let keep = self.samples_of(self.options.pre_roll);
-            let extra = self.pre.len().saturating_sub(keep);
-            self.pre.drain(..extra);
         }
+        self.pre.extend(samples);
+        let keep = self.samples_of(self.options.pre_roll);
+        let extra = self.pre.len().saturating_sub(keep);
+        self.pre.drain(..extra);
         Vec::new()
     }
 
@@ -246,13 +281,15 @@ impl<R: Recogniser + ?Sized> Stt for UtteranceStt<R> {
         if !self.speaking {
             self.speaking = true;
             self.clip.clear();
-            self.clip.extend(self.pre.drain(..));
+            self.clip.extend(self.pre.iter());
         }
     }
 
     fn user_stopped_speaking(&mut self) {
         if self.speaking {
             self.speaking = false;
+            let silence = self.samples_of(self.options.trailing_silence());
+            self.clip.truncate(self.clip.len().saturating_sub(silence));
             self.send_clip();
         }
     }
@@ -332,34 +369,83 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_clip_runs_from_the_pre_roll_to_the_stop() {
+    async fn a_clip_runs_from_the_pre_roll_to_the_speech_s_end() {
         let (mut stt, mut rx, rec) = setup(10, vec![]);
         stt.push_audio(&pcm(3000, 0)); // quiet: only the last second kept
         stt.user_started_speaking();
-        stt.push_audio(&pcm(1000, 1000));
+        // 1.5 s of words, then the VAD's half second wait in silence.
+        stt.push_audio(&pcm(1500, 1000));
+        stt.push_audio(&pcm(500, 0));
         stt.user_stopped_speaking();
         stt.push_audio(&pcm(300, 0)); // after the stop: not in the clip
-        assert_eq!(heard(&mut rx).await, vec!["clip of 20 tenths"]);
+                                      // The second before, the words, 0.2 s of the wait's silence.
+        assert_eq!(heard(&mut rx).await, vec!["clip of 27 tenths"]);
         let clips = rec.clips.lock().unwrap().clone();
-        // 2 s at 16 kHz, give or take the resampler's edges.
-        assert!((31_900..=32_100).contains(&clips[0]), "{clips:?}");
+        // 2.7 s at 16 kHz, give or take the resampler's edges.
+        assert!((43_100..=43_300).contains(&clips[0]), "{clips:?}");
     }
 
     #[tokio::test]
     async fn words_come_back_in_the_order_spoken() {
-        // The first clip takes longer than the second; the second holds
-        // the 0.6 s of quiet before it (its pre-roll) and its 2 s.
+        // The first clip takes longer than the second; each ends 0.2 s
+        // into the VAD's stop wait, and the second begins with the second
+        // of audio before it (0.3 s of the first clip's end, 0.7 s quiet).
         let (mut stt, mut rx, _) = setup(10, vec![Duration::ZERO, Duration::from_millis(80)]);
         stt.user_started_speaking();
         stt.push_audio(&pcm(1000, 500));
+        stt.push_audio(&pcm(500, 0));
         stt.user_stopped_speaking();
-        stt.push_audio(&pcm(600, 0));
+        stt.push_audio(&pcm(200, 0));
         stt.user_started_speaking();
         stt.push_audio(&pcm(2000, 500));
+        stt.push_audio(&pcm(500, 0));
         stt.user_stopped_speaking();
         assert_eq!(
             heard(&mut rx).await,
-            vec!["clip of 10 tenths", "clip of 26 tenths"]
+            vec!["clip of 12 tenths", "clip of 32 tenths"]
+        );
+    }
+
+    #[tokio::test]
+    async fn a_word_begun_in_the_stop_wait_is_whole_in_the_next_clip() {
+        // A caller reading digits: "seven", a short pause, "eight" starts
+        // before the VAD has said "stopped" for "seven".
+        let rec = Arc::new(Keeping::default());
+        let mut stt = UtteranceStt::new(rec.clone(), UtteranceOptions::default());
+        let (tx, _rx) = voice::inbox::inbox(16);
+        stt.start(TranscriptOut::new(tx));
+        let (seven, eight) = (600, 1200);
+        stt.user_started_speaking();
+        stt.push_audio(&pcm(400, seven));
+        stt.push_audio(&pcm(250, 0));
+        stt.push_audio(&pcm(250, eight)); // "eight" begins
+        stt.user_stopped_speaking(); // the stop for "seven", late
+        stt.push_audio(&pcm(100, eight));
+        stt.user_started_speaking(); // the start for "eight", late too
+        stt.push_audio(&pcm(300, eight));
+        stt.push_audio(&pcm(500, 0));
+        stt.user_stopped_speaking();
+        let clips = rec.0.lock().unwrap().clone();
+        assert_eq!(clips.len(), 2);
+        let count = |clip: &[f32], value: i16| {
+            let v = f32::from(value) / 32768.0;
+            clip.iter().filter(|s| (**s - v).abs() < 0.002).count()
+        };
+        // 16 samples a millisecond at 16 kHz; the resampler smears a few
+        // at each edge.
+        let ms = |n: usize| n / 16;
+        // The first clip: "seven", not the wait's silence after 0.2 s.
+        assert!((390..=400).contains(&ms(count(&clips[0], seven))));
+        assert!(
+            ms(clips[0].len()) <= 400 + 250 + 250 - 300 + 5,
+            "{}",
+            clips[0].len()
+        );
+        // The second: all 650 ms of "eight", its first 250 ms included.
+        assert!(
+            (640..=650).contains(&ms(count(&clips[1], eight))),
+            "{} ms of eight",
+            ms(count(&clips[1], eight))
         );
     }
 
@@ -369,11 +455,12 @@ mod tests {
         for _ in 0..2 {
             stt.user_started_speaking();
             stt.push_audio(&pcm(1000, 500));
+            stt.push_audio(&pcm(500, 0));
             stt.user_stopped_speaking();
         }
         assert_eq!(
             heard(&mut rx).await,
-            vec!["clip of 10 tenths", "<not heard>"]
+            vec!["clip of 12 tenths", "<not heard>"]
         );
     }
 
@@ -391,8 +478,9 @@ mod tests {
         let got = heard(&mut rx).await;
         // The click is no clip, but its end is reported (an empty final
         // result: the conversation stops waiting for words). The pre-roll
-        // was empty (no audio before); 28 s sent as it filled, then 2 s.
-        assert_eq!(got, vec!["", "clip of 280 tenths", "clip of 20 tenths"]);
+        // is the click's 0.1 s: 28.1 s sent as it filled, then the 2 s
+        // left but the last 0.3 s (taken for the VAD's silence).
+        assert_eq!(got, vec!["", "clip of 281 tenths", "clip of 17 tenths"]);
         assert_eq!(rec.clips.lock().unwrap().len(), 2);
     }
 
@@ -432,7 +520,8 @@ mod tests {
             assert_eq!(kept.len(), 1);
             clips.push(kept[0].clone());
         }
-        assert!(clips[0].len() > 15_000, "{}", clips[0].len());
+        // A second, less the 0.3 s taken for the VAD's silence.
+        assert!(clips[0].len() > 11_000, "{}", clips[0].len());
         assert_eq!(clips[0], clips[1]);
     }
 

@@ -4,22 +4,18 @@
 //! line recorded for `dial --wav`, any mono or stereo PCM16/µ-law WAV.
 //!
 //! Each channel is cut into utterances by the call's own voice activity
-//! detector (`VadParams::telephone`, as a served call hears the caller),
-//! with a little audio kept either side, and each utterance is recognised
-//! on its own; the lines are printed in the order spoken.
+//! detector (`VadParams::telephone`, as a served call hears the caller, at
+//! the line's own 8 kHz for a phone recording) and the live call's rule for where a clip begins and ends
+//! ([`UtteranceOptions`]), and each utterance is recognised on its own;
+//! the lines are printed in the order spoken.
 
 use crate::local_speech::{LocalSpeech, HOW_TO_INSTALL};
 use anyhow::{bail, Context, Result};
 use audio::vad::{Vad, VadEvent, VadParams};
-use speech::utterances::{clean_transcript, Recogniser, RECOGNISER_RATE};
+use speech::utterances::{
+    clean_transcript, to_recogniser_rate, Recogniser, UtteranceOptions, RECOGNISER_RATE,
+};
 use std::time::Duration;
-
-/// Audio kept before the VAD's start (it says "started" only after
-/// `start_secs` of speech) and after its stop.
-const PRE_ROLL: Duration = Duration::from_millis(600);
-const POST_ROLL: Duration = Duration::from_millis(200);
-/// Whisper hears 30 s at most; longer speech is cut into pieces this long.
-const MAX_CLIP: Duration = Duration::from_secs(28);
 
 /// One utterance heard in the file.
 #[derive(Debug, Clone, PartialEq)]
@@ -32,19 +28,17 @@ pub struct Said {
     pub text: String,
 }
 
-/// Where speech is in `samples` (16 kHz): `(start, end)` sample ranges,
-/// pre- and post-roll included, at most [`MAX_CLIP`] each.
-pub fn utterances(samples: &[i16]) -> Result<Vec<(usize, usize)>> {
-    let rate = RECOGNISER_RATE as usize;
-    let mut vad = Vad::new(VadParams::telephone(), RECOGNISER_RATE)?;
+/// Where speech is in `samples` (at `rate`, 8 or 16 kHz): `(start, end)`
+/// sample ranges, cut as a live call cuts them
+/// ([`UtteranceOptions::for_vad`]: the pre-roll before the VAD's start,
+/// the speech's end rather than the VAD's stop, nothing shorter than
+/// [`UtteranceOptions::min`]), at most [`UtteranceOptions::max`] each
+/// (Whisper hears 30 s at most; longer speech is cut into pieces).
+pub fn utterances(samples: &[i16], rate: u32) -> Result<Vec<(usize, usize)>> {
+    let mut vad = Vad::new(VadParams::telephone(), rate)?;
+    let cut = UtteranceOptions::for_vad(vad.params());
+    let rate = rate as usize;
     let at = |d: Duration| (d.as_secs_f64() * rate as f64) as usize;
-    let (start_lag, stop_lag) = {
-        let p = vad.params();
-        (
-            at(Duration::from_secs_f32(p.start_secs)),
-            at(Duration::from_secs_f32(p.stop_secs)),
-        )
-    };
     let mut spans = Vec::new();
     let mut open: Option<usize> = None;
     // 20 ms at a time, as a call feeds it.
@@ -55,11 +49,11 @@ pub fn utterances(samples: &[i16]) -> Result<Vec<(usize, usize)>> {
         for e in vad.process_pcm16le(&bytes) {
             match e {
                 VadEvent::SpeechStarted => {
-                    open = Some(now.saturating_sub(start_lag + at(PRE_ROLL)));
+                    open = Some(now.saturating_sub(at(cut.pre_roll)));
                 }
                 VadEvent::SpeechStopped => {
                     if let Some(s) = open.take() {
-                        let end = (now.saturating_sub(stop_lag) + at(POST_ROLL)).min(samples.len());
+                        let end = now.saturating_sub(at(cut.trailing_silence()));
                         spans.push((s, end.max(s)));
                     }
                 }
@@ -70,9 +64,10 @@ pub fn utterances(samples: &[i16]) -> Result<Vec<(usize, usize)>> {
         spans.push((s, samples.len()));
     }
     // Cut what Whisper cannot hear at once.
-    let max = at(MAX_CLIP);
+    let max = at(cut.max);
     Ok(spans
         .into_iter()
+        .filter(|(s, e)| e - s >= at(cut.min))
         .flat_map(|(s, e)| {
             (s..e)
                 .step_by(max)
@@ -82,22 +77,22 @@ pub fn utterances(samples: &[i16]) -> Result<Vec<(usize, usize)>> {
         .collect())
 }
 
-/// One channel of `wav` at 16 kHz.
-fn channel_at_16k(wav: &audio::wav::Wav, channel: usize) -> Result<Vec<i16>> {
+/// One channel of `wav` and its rate: a phone line's 8 kHz as it is (its
+/// VAD hears it as a served call's does), any other rate at 16 kHz.
+fn channel_of(wav: &audio::wav::Wav, channel: usize) -> Result<(Vec<i16>, u32)> {
     let ch = usize::from(wav.channels.max(1));
-    let pcm: Vec<u8> = wav
-        .samples
-        .iter()
-        .skip(channel)
-        .step_by(ch)
-        .flat_map(|s| s.to_le_bytes())
-        .collect();
+    let samples = wav.samples.iter().skip(channel).step_by(ch).copied();
+    if matches!(wav.sample_rate, 8_000 | RECOGNISER_RATE) {
+        return Ok((samples.collect(), wav.sample_rate));
+    }
+    let pcm: Vec<u8> = samples.flat_map(|s| s.to_le_bytes()).collect();
     let at16 = audio::resample::resample_all(wav.sample_rate, RECOGNISER_RATE, &pcm)
         .with_context(|| format!("cannot resample {} Hz audio", wav.sample_rate))?;
-    Ok(at16
+    let at16 = at16
         .chunks_exact(2)
         .map(|b| i16::from_le_bytes([b[0], b[1]]))
-        .collect())
+        .collect();
+    Ok((at16, RECOGNISER_RATE))
 }
 
 /// Everything said in the WAV file `bytes`, in the order spoken.
@@ -105,12 +100,10 @@ pub async fn transcribe(ear: &dyn Recogniser, bytes: &[u8]) -> Result<Vec<Said>>
     let wav = audio::wav::read_wav(bytes)?;
     let mut all = Vec::new();
     for channel in 0..usize::from(wav.channels.max(1)) {
-        let samples = channel_at_16k(&wav, channel)?;
-        for (a, b) in utterances(&samples)? {
-            let clip: Vec<f32> = samples[a..b]
-                .iter()
-                .map(|&s| f32::from(s) / 32768.0)
-                .collect();
+        let (samples, rate) = channel_of(&wav, channel)?;
+        for (a, b) in utterances(&samples, rate)? {
+            // Resampled clip by clip, as a live call's are.
+            let clip = to_recogniser_rate(&samples[a..b], rate);
             // One at a time: the workers' queue is never overrun.
             let heard = ear
                 .recognise(clip)
@@ -120,7 +113,7 @@ pub async fn transcribe(ear: &dyn Recogniser, bytes: &[u8]) -> Result<Vec<Said>>
                 .map_err(|e| anyhow::anyhow!("cannot recognise speech: {e}"))?;
             let text = clean_transcript(&heard);
             if !text.is_empty() {
-                let secs = |n: usize| n as f64 / f64::from(RECOGNISER_RATE);
+                let secs = |n: usize| n as f64 / f64::from(rate);
                 all.push(Said {
                     start: secs(a),
                     end: secs(b),
@@ -220,11 +213,16 @@ mod tests {
 
     #[test]
     fn silence_has_no_utterances_and_long_spans_are_cut() {
-        assert!(utterances(&vec![0i16; 16_000 * 3]).unwrap().is_empty());
+        assert!(utterances(&vec![0i16; 16_000 * 3], 16_000)
+            .unwrap()
+            .is_empty());
+        assert!(utterances(&vec![0i16; 8_000 * 3], 8_000)
+            .unwrap()
+            .is_empty());
         // Whatever the model makes of a tone, no span is longer than
         // Whisper hears, and spans stay inside the audio.
         let audio = tone(65.0);
-        for (a, b) in utterances(&audio).unwrap() {
+        for (a, b) in utterances(&audio, 16_000).unwrap() {
             assert!(a < b && b <= audio.len());
             assert!(b - a <= 28 * 16_000);
         }
