@@ -97,13 +97,11 @@ impl LocalSpeech {
         use speech::whisper::{Whisper, WhisperOptions};
         let s = &cfg.speech;
         let model = s.whisper_model_path();
-        let mut options = WhisperOptions {
-            workers: s.whisper_workers,
+        let options = WhisperOptions {
+            workers: s.whisper_workers_or_default(),
+            threads: s.whisper_threads_or_default(),
             ..WhisperOptions::default()
         };
-        if s.whisper_threads > 0 {
-            options.threads = s.whisper_threads;
-        }
         let whisper = Whisper::load(&model, options).map_err(|e| format!("{e}"))?;
         let flite = speech::flite::Flite::start().map_err(|e| {
             format!("the Flite voice cannot start: {e} (apt-get install flite1-dev)")

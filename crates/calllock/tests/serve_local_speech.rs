@@ -478,3 +478,48 @@ async fn a_call_whose_deepgram_goes_silent_goes_on_with_whisper() {
         );
     }
 }
+
+/// Whisper hears `speech.max_calls` calls at once: a caller beyond them
+/// hears the busy line and is owed a callback (as beyond
+/// `serve.max_calls`), and the server's health says how many it takes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn beyond_what_whisper_can_hear_a_caller_gets_the_busy_line_and_a_callback() {
+    if skip_unless_installed(
+        "beyond_what_whisper_can_hear_a_caller_gets_the_busy_line_and_a_callback",
+    ) {
+        return;
+    }
+    #[cfg(feature = "local-speech")]
+    {
+        use calllock::dial::{place_call, Answer};
+        use real::*;
+        let _one = ONE_AT_A_TIME.lock().await;
+        let s = served::serve_with(|c| {
+            c.speech.local = "on".into();
+            c.speech.max_calls = 1;
+            c.sim.llm_latency_s = 0.2;
+        })
+        .await;
+        // serve.max_calls stays at its default (1,000): Whisper's one
+        // call is the limit.
+        let mut first = call(&s, "+15125550131").await;
+        first.agent_turn_long().await;
+        let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
+        match place_call(&s.dial("+15125550232"), tx).await.unwrap() {
+            Answer::TurnedAway(text) => assert!(text.contains("call you back"), "{text}"),
+            Answer::Connected(_) => panic!("a second call was admitted beyond Whisper's one"),
+        }
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        loop {
+            let cbs = s.server.store().open_callbacks(10).await.unwrap();
+            if cbs.iter().any(|c| c.phone == "+15125550232") {
+                break;
+            }
+            assert!(std::time::Instant::now() < deadline, "no callback: {cbs:?}");
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
+        first.phone.as_ref().unwrap().hang_up();
+        first.finish().await;
+        s.server.stop().await;
+    }
+}

@@ -901,6 +901,12 @@ fn problem_in_is_the_fault_not_the_request() {
             "the outside unit is frozen and it's making a clicking sound",
             "Outside unit is frozen and it's making a clicking sound",
         ),
+        // How a recogniser (or a caller) says "stopped": "stop".
+        (
+            "Hi, my AC stop cooling last night.",
+            "AC stop cooling last night",
+        ),
+        ("My AC, stop working.", "AC: stop working"),
     ] {
         let got = problem_in(said, false);
         let got = got.as_deref().map(|g| g.to_lowercase());

@@ -138,8 +138,9 @@ impl Server {
         // Started by `calllock serve` before its runtime (see `playout`);
         // a server started another way (tests, `demo`) starts it here.
         let playout = playout::start(cfg.serve.playout_threads as usize);
+        let max_calls = max_calls(&cfg, voices.ears(&cfg));
         let app = Arc::new(App {
-            calls: LiveCalls::new(cfg.serve.max_calls as usize),
+            calls: LiveCalls::new(max_calls as usize),
             cfg: Arc::new(cfg),
             vendors,
             post,
@@ -359,4 +360,24 @@ impl Signals {
         }
         let _ = tokio::signal::ctrl_c().await;
     }
+}
+
+/// The calls this server takes at once: `serve.max_calls`, and no more
+/// than Whisper can hear when it hears the callers (`speech.max_calls`):
+/// a caller beyond gets the busy line and a callback rather than every
+/// call's words arriving late or not at all.
+pub fn max_calls(cfg: &Config, ears: &str) -> u32 {
+    let max = cfg.serve.max_calls;
+    if ears != "whisper" {
+        return max;
+    }
+    let whisper = cfg.speech.max_calls_or_default();
+    if whisper < max {
+        tracing::info!(
+            calls = whisper,
+            serve_max_calls = max,
+            "Whisper hears this many calls at once (speech.max_calls); more callers get the busy line and a callback"
+        );
+    }
+    max.min(whisper)
 }

@@ -2,10 +2,18 @@
 //!
 //! One model per process, loaded once ([`Whisper::load`]); a small pool of
 //! worker threads ([`crate::pool::Workers`]) each with its own decoding
-//! state, so a decode (~0.5–1.5 s for a short clip on two cores: Whisper
-//! always encodes a 30 s window) never runs on the async runtime. A call
-//! hears through [`crate::utterances::UtteranceStt`], which cuts the
-//! caller's audio into clips at the VAD's turns.
+//! state, so a decode never runs on the async runtime. A call hears
+//! through [`crate::utterances::UtteranceStt`], which cuts the caller's
+//! audio into clips at the VAD's turns.
+//!
+//! Whisper's encoder hears a 30 s window whatever the clip's length (~1 s
+//! of two cores for a caller's 2 s line). A clip is decoded with a window
+//! of its own length plus [`CONTEXT_MARGIN_S`] instead, about a third of
+//! the work. A window that short makes Whisper repeat itself on a clip of
+//! one short word ("7 7 7 7 …"); such a text is thrown away and the clip
+//! decoded again with the whole window ([`repeats_itself`]), so accuracy
+//! is what the whole window gives (measured on the committed recordings:
+//! `tests/speech_accuracy.rs`).
 //!
 //! Decoding as measured in `docs/research` (local-speech §2): greedy, one
 //! candidate, English, no timestamps, one segment, no temperature fallback
@@ -99,13 +107,65 @@ impl Whisper {
     }
 }
 
-/// Decode `clip` with `state`.
+/// Seconds of encoder window beyond a clip's length (Whisper encodes 50
+/// frames a second, 1,500 for its whole 30 s). Shorter margins make
+/// Whisper repeat whole sentences.
+pub const CONTEXT_MARGIN_S: f64 = 6.0;
+
+/// Encoder frames for a clip of `samples` at 16 kHz: its length plus the
+/// margin, at most the whole window.
+fn audio_ctx(samples: usize) -> i32 {
+    let secs = samples as f64 / 16_000.0 + CONTEXT_MARGIN_S;
+    (secs * 50.0).ceil().min(1500.0) as i32
+}
+
+/// Whether `text` says the same words three times running (a window too
+/// short for the clip: "7 7 7 7", "No. No. No. No."): a sign to decode
+/// again with the whole window, which hears what was said.
+pub fn repeats_itself(text: &str) -> bool {
+    let words: Vec<String> = text
+        .split_whitespace()
+        .map(|w| {
+            w.chars()
+                .filter(|c| c.is_alphanumeric())
+                .collect::<String>()
+                .to_lowercase()
+        })
+        .filter(|w| !w.is_empty())
+        .collect();
+    (1..=words.len() / 3).any(|n| {
+        (0..=words.len() - 3 * n).any(|i| {
+            words[i..i + n] == words[i + n..i + 2 * n]
+                && words[i..i + n] == words[i + 2 * n..i + 3 * n]
+        })
+    })
+}
+
+/// Decode `clip` with `state`: with a window of the clip's length, and
+/// again with the whole window when that text repeats itself.
 fn decode(
     state: &mut whisper_rs::WhisperState,
     clip: &[f32],
     threads: usize,
 ) -> Result<String, String> {
+    let short = decode_with(state, clip, threads, audio_ctx(clip.len()))?;
+    if !repeats_itself(&short) {
+        return Ok(short);
+    }
+    decode_with(state, clip, threads, 1500)
+}
+
+/// Decode `clip` with `state` and an encoder window of `audio_ctx` frames.
+fn decode_with(
+    state: &mut whisper_rs::WhisperState,
+    clip: &[f32],
+    threads: usize,
+    audio_ctx: i32,
+) -> Result<String, String> {
     let mut p = FullParams::new(SamplingStrategy::Greedy { best_of: 1 });
+    p.set_audio_ctx(audio_ctx);
+    // A window's repetition ends here rather than at the model's limit.
+    p.set_max_tokens((24.0 + clip.len() as f64 / 16_000.0 * 8.0) as i32);
     p.set_language(Some("en"));
     p.set_n_threads(threads as i32);
     p.set_no_context(true);
@@ -144,5 +204,36 @@ impl Recogniser for Whisper {
     fn recognise(&self, clip: Vec<f32>) -> Result<Heard, Busy> {
         let threads = self.threads;
         self.workers.run(move |state| decode(state, &clip, threads))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_text_that_says_the_same_words_three_times_repeats_itself() {
+        assert!(repeats_itself("7 7 7 7 7 8, 8, 8"));
+        assert!(repeats_itself("No. No. No. No."));
+        assert!(repeats_itself(
+            "Okay, thanks. Okay, thanks. Okay, thanks. Okay,"
+        ));
+        assert!(repeats_itself("It's 7 8 7. It's 7 8 7. It's 7 8 7."));
+        // Twice is speech ("no, no"), and so is a zip code's digits.
+        assert!(!repeats_itself("No, no, I'm fine."));
+        assert!(!repeats_itself("It's 7 8 7 0 1."));
+        assert!(!repeats_itself("It's 77001."));
+        assert!(!repeats_itself(""));
+        assert!(!repeats_itself("Hi, my AC stopped cooling last night."));
+    }
+
+    #[test]
+    fn the_window_is_the_clip_and_the_margin_at_most_whisper_s_own() {
+        assert_eq!(audio_ctx(0), (CONTEXT_MARGIN_S * 50.0) as i32);
+        assert_eq!(
+            audio_ctx(16_000 * 2),
+            ((2.0 + CONTEXT_MARGIN_S) * 50.0) as i32
+        );
+        assert_eq!(audio_ctx(16_000 * 40), 1500);
     }
 }

@@ -170,6 +170,13 @@ pub(super) fn capitalize_first(s: &str) -> String {
 const FAULT_STRONG: &[&str] = &[
     "not working",
     "stopped working",
+    // "stop" for "stopped": how callers and recognisers often say it.
+    "stop working",
+    "stops working",
+    "stop cooling",
+    "stops cooling",
+    "stop heating",
+    "stops heating",
     "nothing turns on",
     "no flame",
     "no spark",
