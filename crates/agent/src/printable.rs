@@ -57,9 +57,41 @@ pub fn printable(text: &str) -> String {
     out
 }
 
+/// `text` (many lines, laid out) made safe for a terminal: as
+/// [`printable`], but line breaks kept and spacing left as it is (columns
+/// stay aligned). For what prints stored text — a record written before
+/// caller lines were cleaned on the way in, or a database edited by hand,
+/// still cannot reach the operator's terminal as escapes. Borrowed when
+/// there is nothing to change.
+pub fn printable_text(text: &str) -> std::borrow::Cow<'_, str> {
+    let unsafe_char = |c: char| (c.is_control() && c != '\n') || is_bidi_control(c);
+    if !text.chars().any(unsafe_char) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    text.chars()
+        .filter(|c| !is_bidi_control(*c))
+        .map(|c| if unsafe_char(c) { ' ' } else { c })
+        .collect::<String>()
+        .into()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn laid_out_text_keeps_its_lines_and_columns_and_loses_escapes() {
+        let table = "call id    phone\nCA1        +1512\n";
+        assert!(matches!(
+            printable_text(table),
+            std::borrow::Cow::Borrowed(_)
+        ));
+        let raw = "Caller: \u{1b}[2Jmy AC\u{7}  is \u{202E}out\nAgent: ok\r\n";
+        assert_eq!(
+            printable_text(raw),
+            "Caller:  [2Jmy AC   is out\nAgent: ok \n"
+        );
+    }
 
     #[test]
     fn escapes_controls_and_bidi_overrides_never_survive() {

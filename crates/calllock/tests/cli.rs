@@ -932,3 +932,74 @@ fn the_terminal_shows_calls_on_the_business_clock() {
     assert!(shown.contains("started 2026-11-25 21:04:00 CST"), "{shown}");
     assert!(shown.contains("ended 21:05:30"), "{shown}");
 }
+
+/// A record stored with raw caller text (before caller lines were made
+/// printable on the way in, or a database edited by hand) still prints
+/// safely: `calls`, `calls show`, `transcript` and `agenda` send no
+/// control character, escape or bidi override to the terminal.
+#[test]
+fn a_raw_stored_record_prints_safely_everywhere() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("raw.db");
+    let raw = "\u{1b}[2J\u{1b}[31mgas\u{7} in the \u{202E}kitchen\u{202C}\u{9b}0m\u{0}";
+    let now = chrono::Utc::now();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let store = store::Store::open(&db).await.unwrap();
+        store
+            .save_call(&store::CallRecord {
+                call_id: "CA_raw".into(),
+                phone: "+15125550199".into(),
+                started_at: now,
+                ended_at: Some(now + chrono::Duration::seconds(30)),
+                final_state: "safety_exit".into(),
+                end_call_reason: "safety_emergency".into(),
+                booking_status: String::new(),
+                urgency: "emergency".into(),
+                priority_color: "red".into(),
+                revenue_tier: "standard_repair".into(),
+                customer_name: format!("Dana{raw}"),
+                problem: raw.into(),
+                record: serde_json::json!({}),
+                transcript: serde_json::json!([
+                    {"t": 1.0, "state": "safety", "role": "user", "content": raw},
+                    {"t": 2.0, "state": "safety", "role": "agent", "content": "Please leave the house now."}
+                ]),
+            })
+            .await
+            .unwrap();
+        // Its event log, as a journal before the fix kept it.
+        let t0 = now.timestamp() as f64;
+        let events = [
+            ("agent", serde_json::json!({"text": "Thanks for calling.", "state": "welcome"})),
+            ("caller", serde_json::json!({"text": raw, "state": "welcome"})),
+        ];
+        for (seq, (kind, data)) in events.iter().enumerate() {
+            store
+                .append_event("CA_raw", seq as i64 + 1, t0 + seq as f64, kind, data)
+                .await
+                .unwrap();
+        }
+        store.close().await;
+    });
+    let unsafe_char = |c: char| {
+        (c.is_control() && c != '\n')
+            || matches!(c, '\u{061C}' | '\u{200E}' | '\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
+    };
+    for args in [
+        vec!["calls"],
+        vec!["calls", "show", "CA_raw"],
+        vec!["transcript", "CA_raw"],
+        vec!["agenda"],
+    ] {
+        let out = run(bin().arg("--db").arg(&db).args(&args));
+        let shown = text(&out.stdout);
+        assert!(out.status.success(), "{args:?}: {}", text(&out.stderr));
+        assert!(shown.contains("gas"), "{args:?} shows the words: {shown}");
+        let bad: Vec<char> = shown.chars().filter(|c| unsafe_char(*c)).collect();
+        assert!(bad.is_empty(), "{args:?} printed {bad:?}: {shown:?}");
+    }
+}

@@ -6,6 +6,17 @@ use crate::call::record::{FinishedCall, TimedLine};
 use serde::Deserialize;
 use serde_json::Value;
 
+/// `println!` for what shows stored text (caller words, names,
+/// addresses): made printable on the way out ([`agent::printable::printable_text`]),
+/// so a record kept before caller lines were cleaned on the way in cannot
+/// send escapes to the operator's terminal. Not for lines with our own
+/// colours (`dim`, `bold`).
+macro_rules! show {
+    ($($arg:tt)*) => {
+        println!("{}", agent::printable::printable_text(&format!($($arg)*)))
+    };
+}
+
 pub fn dim(s: &str, color: bool) -> String {
     if color {
         format!("\x1b[2m{s}\x1b[0m")
@@ -132,9 +143,9 @@ fn print_transcript(lines: &[TimedLine]) {
         let (t, state) = (e.t, &e.state);
         let content = e.content.as_deref().unwrap_or("");
         match e.role.as_str() {
-            "agent" => println!("{t:6.2}s [{state}] Agent: {content}"),
-            "user" => println!("{t:6.2}s [{state}] Caller: {content}"),
-            "tool" => println!(
+            "agent" => show!("{t:6.2}s [{state}] Agent: {content}"),
+            "user" => show!("{t:6.2}s [{state}] Caller: {content}"),
+            "tool" => show!(
                 "{t:6.2}s [{state}]   [tool {}] {}",
                 e.name.as_deref().unwrap_or(""),
                 compact(e.result.as_ref().unwrap_or(&Value::Null))
@@ -155,7 +166,7 @@ fn or_dash(v: &str) -> &str {
 
 /// How the call came out (`-` for what is not known yet).
 fn print_outcome(r: &FinishedCall, duration_s: Option<f64>) {
-    println!(
+    show!(
         "final_state: {}\nend_call_reason: {}\nbooking_status: {}\nended_by: {}\nduration_s: {}",
         r.final_state,
         r.end_call_reason,
@@ -178,12 +189,12 @@ pub fn business_time(
 
 pub fn print_call_list(business: &agent::BusinessProfile, calls: &[store::CallSummary]) {
     if calls.is_empty() {
-        println!("no calls yet — try `calllock demo` or `calllock chat`");
+        show!("no calls yet — try `calllock demo` or `calllock chat`");
         return;
     }
     // The zone's name, not today's abbreviation: rows from summer are CDT.
     let zone = &business.timezone;
-    println!(
+    show!(
         "{:<40} {:<20} {:<17} {:<12} {:<16} {:<17} {:<6} customer",
         "call id",
         format!("started ({zone})"),
@@ -194,7 +205,7 @@ pub fn print_call_list(business: &agent::BusinessProfile, calls: &[store::CallSu
         "prio"
     );
     for c in calls {
-        println!(
+        show!(
             "{:<40} {:<20} {:<17} {:<12} {:<16} {:<17} {:<6} {}",
             c.call_id,
             business_time(business, c.started_at, "%Y-%m-%d %H:%M:%S"),
@@ -220,8 +231,8 @@ pub fn print_call_record(business: &agent::BusinessProfile, rec: &store::CallRec
     } else {
         FinishedCall::default()
     };
-    println!("call {}  from {}", rec.call_id, rec.phone);
-    println!(
+    show!("call {}  from {}", rec.call_id, rec.phone);
+    show!(
         "started {}  ended {}  ({} s)",
         business_time(business, rec.started_at, "%Y-%m-%d %H:%M:%S %Z"),
         rec.ended_at
@@ -233,12 +244,15 @@ pub fn print_call_record(business: &agent::BusinessProfile, rec: &store::CallRec
             "-".into()
         }
     );
-    println!(
+    show!(
         "final state {}  end_call_reason {}  booking {}  urgency {}",
-        rec.final_state, rec.end_call_reason, rec.booking_status, rec.urgency
+        rec.final_state,
+        rec.end_call_reason,
+        rec.booking_status,
+        rec.urgency
     );
-    println!("priority {} — {}", r.priority.color, r.priority.reason);
-    println!("revenue {} {}", r.revenue.tier, r.revenue.tier_label);
+    show!("priority {} — {}", r.priority.color, r.priority.reason);
+    show!("revenue {} {}", r.revenue.tier, r.revenue.tier_label);
     let tags: Vec<String> = r
         .tags
         .iter()
@@ -246,18 +260,18 @@ pub fn print_call_record(business: &agent::BusinessProfile, rec: &store::CallRec
         .map(|(k, names)| format!("{k}: {}", names.join(", ")))
         .collect();
     if saved {
-        println!("tags {}", tags.join("; "));
+        show!("tags {}", tags.join("; "));
     }
-    println!("customer {}  problem {}", rec.customer_name, rec.problem);
+    show!("customer {}  problem {}", rec.customer_name, rec.problem);
     let session = &r.session;
-    println!(
+    show!(
         "address {}  ZIP {}",
         or_dash(&session.service_address),
         or_dash(&session.zip_code)
     );
     let job = r.job_appointment();
     if !session.booked_time.is_empty() {
-        println!(
+        show!(
             "appointment {}",
             agent::booking_time::say_time(&session.booked_time)
         );
@@ -268,17 +282,17 @@ pub fn print_call_record(business: &agent::BusinessProfile, rec: &store::CallRec
             Some("reschedule") => "moved here",
             _ => "checked",
         };
-        println!("appointment {t} ({done})");
+        show!("appointment {t} ({done})");
     }
     if !session.callback_phone.is_empty() {
-        println!(
+        show!(
             "call back at {}",
             agent::validate::say_phone(&session.callback_phone)
         );
     }
-    println!("transcript:");
+    show!("transcript:");
     // The transcript column (a cut-off call has one; its record does not).
-    println!("call {}", rec.call_id);
+    show!("call {}", rec.call_id);
     print_transcript(&Vec::<TimedLine>::deserialize(&rec.transcript).unwrap_or_default());
     print_outcome(
         &FinishedCall {
@@ -322,18 +336,18 @@ pub fn print_agenda(
     appointments: &[store::Appointment],
     leads: &[store::SalesLead],
 ) {
-    println!("emergencies today ({}):", emergencies.len());
+    show!("emergencies today ({}):", emergencies.len());
     for e in emergencies {
-        println!("{}", agenda_emergency_line(business, e));
+        show!("{}", agenda_emergency_line(business, e));
     }
-    println!("open callbacks ({}):", callbacks.len());
+    show!("open callbacks ({}):", callbacks.len());
     for c in callbacks {
         let who = if c.customer_name.is_empty() {
             "-"
         } else {
             &c.customer_name
         };
-        println!(
+        show!(
             "  due {}  {}  {:<8} {:<9} {}  {}",
             business_time(business, c.due_by, "%Y-%m-%d %H:%M %Z"),
             agent::validate::say_phone(&c.phone),
@@ -343,9 +357,9 @@ pub fn print_agenda(
             c.reason
         );
     }
-    println!("upcoming appointments ({}):", appointments.len());
+    show!("upcoming appointments ({}):", appointments.len());
     for a in appointments {
-        println!(
+        show!(
             "  {}  {}  {}  {}  {}",
             agent::booking_time::say_time(&a.start_at),
             a.customer_name,
@@ -354,9 +368,9 @@ pub fn print_agenda(
             a.problem
         );
     }
-    println!("sales leads ({}):", leads.len());
+    show!("sales leads ({}):", leads.len());
     for l in leads {
-        println!(
+        show!(
             "  {}  {}  {}",
             business_time(business, l.created_at, "%Y-%m-%d %H:%M %Z"),
             agent::validate::say_phone(&l.phone),

@@ -76,7 +76,11 @@ pub async fn transcript(store: &store::Store, id: &str, gap_s: f64, json_out: bo
             println!("status: {status}");
         }
     }
-    println!("{}", format_transcript(&dump, gap_s));
+    // Stored caller text: printable on the way out too.
+    println!(
+        "{}",
+        agent::printable::printable_text(&format_transcript(&dump, gap_s))
+    );
     let turns = call_latency(store, id).await?;
     print!("{}", crate::call::latency::render(&turns));
     Ok(())
