@@ -677,3 +677,57 @@ async fn a_malformed_range_on_a_recording_is_ignored_and_the_whole_file_sent() {
     assert_eq!(r.status(), 416);
     s.server.stop().await;
 }
+
+/// A call stored with raw caller text (before caller lines were cleaned
+/// on the way in, or a database edited by hand) shows on the dashboard
+/// without its control characters, escapes or bidi overrides: the list,
+/// the call page with its transcript and event log.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_raw_stored_call_shows_without_controls_or_bidi_overrides() {
+    let s = serve_dashboard().await;
+    let raw = "\u{1b}[2J\u{1b}[31mgas\u{7} in the \u{202E}kitchen\u{202C}\u{9b}0m\u{0}";
+    let now = chrono::Utc::now();
+    let rec = store::CallRecord {
+        call_id: "CA_raw".into(),
+        phone: "+15125550199".into(),
+        started_at: now,
+        ended_at: Some(now + chrono::Duration::seconds(30)),
+        final_state: "safety_exit".into(),
+        end_call_reason: "safety_emergency".into(),
+        booking_status: String::new(),
+        urgency: "emergency".into(),
+        priority_color: "red".into(),
+        revenue_tier: "standard_repair".into(),
+        customer_name: format!("Dana{raw}"),
+        problem: raw.into(),
+        record: serde_json::json!({"session": {"customer_name": format!("Dana{raw}"), "problem_description": raw}}),
+        transcript: serde_json::json!([
+            {"t": 1.0, "state": "safety", "role": "user", "content": raw},
+        ]),
+    };
+    s.server.store().save_call(&rec).await.unwrap();
+    let t0 = now.timestamp() as f64;
+    s.server
+        .store()
+        .append_event(
+            "CA_raw",
+            1,
+            t0,
+            "caller",
+            &serde_json::json!({"text": raw, "state": "welcome"}),
+        )
+        .await
+        .unwrap();
+    let b = Browser::signed_in(&s).await;
+    let unsafe_char = |c: char| {
+        (c.is_control() && !matches!(c, '\n' | '\r' | '\t'))
+            || matches!(c, '\u{061C}' | '\u{200E}' | '\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
+    };
+    for path in ["/", "/calls/CA_raw"] {
+        let (status, page) = b.page(path).await;
+        assert_eq!(status, 200, "{path}");
+        assert!(page.contains("gas"), "{path} shows the words");
+        let bad: Vec<char> = page.chars().filter(|c| unsafe_char(*c)).collect();
+        assert!(bad.is_empty(), "{path} carries {bad:?}");
+    }
+}

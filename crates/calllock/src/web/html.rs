@@ -10,8 +10,12 @@
 use agent::BusinessProfile;
 use chrono::{DateTime, NaiveDate, TimeZone, Utc};
 
-/// `s` safe inside HTML text and attribute values.
+/// `s` safe inside HTML text and attribute values, and printable: no
+/// control character or bidi override reaches the page
+/// ([`agent::printable::printable_text`]), even from a record stored
+/// before caller lines were cleaned on the way in.
 pub fn esc(s: &str) -> String {
+    let s = agent::printable::printable_text(s);
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
         match c {
