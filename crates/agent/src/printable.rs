@@ -12,7 +12,7 @@
 
 /// Unicode's bidirectional formatting characters: marks, embeddings,
 /// overrides and isolates (UAX #9).
-fn is_bidi_control(c: char) -> bool {
+pub fn is_bidi_control(c: char) -> bool {
     matches!(
         c,
         '\u{061C}' | '\u{200E}' | '\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}'
@@ -75,6 +75,41 @@ pub fn printable_text(text: &str) -> std::borrow::Cow<'_, str> {
         .into()
 }
 
+/// Whether a log line must not carry `c` as it is: a control character
+/// other than a line break or a tab, a bidi control, or one of Unicode's
+/// own line and paragraph separators (a log reader would split there).
+fn unloggable(c: char) -> bool {
+    (c.is_control() && c != '\n' && c != '\t')
+        || is_bidi_control(c)
+        || matches!(c, '\u{2028}' | '\u{2029}')
+}
+
+/// `text` with every character a log must not carry written out as a
+/// `\uXXXX` escape, as JSON writes them — so nothing is lost (the log
+/// still says what came in) and nothing reaches a terminal or a collector
+/// as a control. Line breaks and tabs stay. Borrowed when there is nothing
+/// to change.
+pub fn escaped(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.chars().any(unloggable) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 16);
+    for c in text.chars() {
+        push_escaped(&mut out, c);
+    }
+    out.into()
+}
+
+/// Push `c` onto `out`, as a `\uXXXX` escape when a log must not carry it.
+pub fn push_escaped(out: &mut String, c: char) {
+    if unloggable(c) {
+        use std::fmt::Write;
+        let _ = write!(out, "\\u{:04x}", c as u32);
+    } else {
+        out.push(c);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -99,6 +134,24 @@ mod tests {
         let clean = printable(raw);
         assert_eq!(clean, "[31mmy AC [0m is out evil x 2J ok");
         assert!(!clean.chars().any(|c| c.is_control() || is_bidi_control(c)));
+    }
+
+    #[test]
+    fn a_log_gets_every_control_written_out() {
+        assert!(matches!(
+            escaped("a line\twith a tab\nand a break"),
+            std::borrow::Cow::Borrowed(_)
+        ));
+        let raw = "\u{1b}[2Jmy AC\u{7}\r\u{0} \u{202E}out\u{9b}1m\u{2028}x";
+        let out = escaped(raw);
+        assert_eq!(
+            out,
+            "\\u001b[2Jmy AC\\u0007\\u000d\\u0000 \\u202eout\\u009b1m\\u2028x"
+        );
+        assert!(!out.chars().any(unloggable));
+        // Inside a JSON string the escapes read back as what came in.
+        let back: String = serde_json::from_str(&format!("\"{out}\"")).unwrap();
+        assert_eq!(back, raw);
     }
 
     #[test]

@@ -18,6 +18,11 @@
 //! span, `{"span":{"name":"call","call_id":"CA…"}}`, whichever task wrote
 //! them (the pipeline's stages, the speech vendors, post-call work).
 //! Secrets (API keys, tokens, auth headers) are never logged.
+//!
+//! Every line is printable ([`PrintableLines`]): a control character or a
+//! bidi override that came from outside (a vendor's error body, a
+//! malformed message) is written out as a `\uXXXX` escape, never sent to
+//! the operator's terminal or the collector as itself.
 
 use std::io::IsTerminal;
 use tracing_subscriber::filter::{Directive, EnvFilter};
@@ -61,8 +66,8 @@ impl Transcripts {
     }
 }
 
-/// Install the process's log subscriber: `spec` as in [`env_filter`],
-/// lines in `format` to `writer`. Returns the filter's warning, if any.
+/// Install the process's log subscriber ([`subscriber`], colour when
+/// stderr is a terminal). Returns the filter's warning, if any.
 pub fn init<W>(
     spec: Option<&str>,
     transcripts: Transcripts,
@@ -72,23 +77,186 @@ pub fn init<W>(
 where
     W: for<'a> MakeWriter<'a> + Send + Sync + 'static,
 {
+    use tracing_subscriber::util::SubscriberInitExt;
+    let colour = std::io::stderr().is_terminal();
+    let (subscriber, warning) = subscriber(spec, transcripts, format, colour, writer);
+    let _ = subscriber.try_init();
+    warning
+}
+
+/// The log subscriber: `spec` as in [`env_filter`], lines in `format` to
+/// `writer`, coloured when `colour` (text only). Every line passes through
+/// [`PrintableLines`]; coloured text also has its fields escaped where
+/// they are written (see [`PrintableLines`] for why).
+pub fn subscriber<W>(
+    spec: Option<&str>,
+    transcripts: Transcripts,
+    format: LogFormat,
+    colour: bool,
+    writer: W,
+) -> (
+    Box<dyn tracing::Subscriber + Send + Sync + 'static>,
+    Option<String>,
+)
+where
+    W: for<'a> MakeWriter<'a> + Send + Sync + 'static,
+{
     let (filter, warning) = env_filter(spec, transcripts);
+    let colour = colour && format == LogFormat::Text;
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(writer);
-    let _ = match format {
-        LogFormat::Json => builder
-            .json()
-            .with_current_span(true)
-            .with_span_list(false)
-            .try_init(),
+        .with_writer(PrintableLines::new(writer, colour));
+    let subscriber: Box<dyn tracing::Subscriber + Send + Sync> = match format {
+        LogFormat::Json => Box::new(
+            builder
+                .json()
+                .with_current_span(true)
+                .with_span_list(false)
+                .finish(),
+        ),
         // Colour only for a person at a terminal: log collectors get
         // plain lines (a TRANSCRIPT_DUMP reader must find its JSON intact).
-        LogFormat::Text => builder
-            .with_ansi(std::io::stderr().is_terminal())
-            .try_init(),
+        LogFormat::Text if colour => Box::new(
+            builder
+                .with_ansi(true)
+                .fmt_fields(escaped_fields())
+                .finish(),
+        ),
+        LogFormat::Text => Box::new(builder.with_ansi(false).finish()),
     };
-    warning
+    (subscriber, warning)
+}
+
+/// Fields written as the default text format writes them (`message`
+/// bare, the rest `name=value`), each value escaped as
+/// [`agent::printable::escaped`] does: so that at a terminal, where the
+/// formatter's own colours pass [`PrintableLines`], a value cannot carry
+/// colours of its own either.
+fn escaped_fields() -> impl for<'w> tracing_subscriber::fmt::FormatFields<'w> + Send + Sync + 'static
+{
+    use tracing_subscriber::field::MakeExt;
+    tracing_subscriber::fmt::format::debug_fn(
+        |w: &mut tracing_subscriber::fmt::format::Writer<'_>,
+         field: &tracing::field::Field,
+         value: &dyn std::fmt::Debug| {
+            let text = format!("{value:?}");
+            let text = agent::printable::escaped(&text);
+            match field.name() {
+                "message" => write!(w, "{text}"),
+                name => write!(w, "{}={text}", name.trim_start_matches("r#")),
+            }
+        },
+    )
+    .delimited(" ")
+}
+
+/// The writer every log line goes through: what reaches a terminal or a
+/// collector carries no control character (a line break and a tab aside)
+/// and no bidi control — an ESC would start a terminal escape, a CR or a
+/// backspace would rewrite what the operator reads, a bidi override would
+/// show a line in another order than it was written. Each is written out
+/// as a `\uXXXX` escape ([`agent::printable::escaped`]), so the line still
+/// says what came in and a JSON line stays JSON.
+///
+/// The engine logs no caller's words; but a vendor's error body, a
+/// malformed message's text or a header can carry anything, and this is
+/// the one place every line passes. At a terminal (`colour`), the colour
+/// sequences the formatter writes itself — SGR with colour, weight and
+/// italics only — pass; every field value was escaped before that (see
+/// [`subscriber`]), so those are the formatter's own.
+#[derive(Clone)]
+pub struct PrintableLines<M> {
+    inner: M,
+    colour: bool,
+}
+
+impl<M> PrintableLines<M> {
+    /// Lines for `inner`, the formatter's colours kept when `colour`.
+    pub fn new(inner: M, colour: bool) -> Self {
+        PrintableLines { inner, colour }
+    }
+}
+
+impl<'a, M: MakeWriter<'a>> MakeWriter<'a> for PrintableLines<M> {
+    type Writer = PrintableWriter<M::Writer>;
+
+    fn make_writer(&'a self) -> Self::Writer {
+        PrintableWriter {
+            inner: self.inner.make_writer(),
+            colour: self.colour,
+        }
+    }
+
+    fn make_writer_for(&'a self, meta: &tracing::Metadata<'_>) -> Self::Writer {
+        PrintableWriter {
+            inner: self.inner.make_writer_for(meta),
+            colour: self.colour,
+        }
+    }
+}
+
+/// One line's writer of [`PrintableLines`]. The formatter writes a whole
+/// line at once; bytes that are not UTF-8 become U+FFFD.
+pub struct PrintableWriter<W> {
+    inner: W,
+    colour: bool,
+}
+
+impl<W: std::io::Write> std::io::Write for PrintableWriter<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.write_all(buf)?;
+        Ok(buf.len())
+    }
+
+    fn write_all(&mut self, buf: &[u8]) -> std::io::Result<()> {
+        let text = String::from_utf8_lossy(buf);
+        let line = printable_line(&text, self.colour);
+        self.inner.write_all(line.as_bytes())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush()
+    }
+}
+
+/// `line` as a log may carry it (see [`PrintableLines`]).
+fn printable_line(line: &str, colour: bool) -> std::borrow::Cow<'_, str> {
+    if !colour || !line.contains('\u{1b}') {
+        return agent::printable::escaped(line);
+    }
+    let mut out = String::with_capacity(line.len() + 16);
+    let mut rest = line;
+    while let Some(c) = rest.chars().next() {
+        let n = match colour_sequence(rest) {
+            Some(n) => {
+                out.push_str(&rest[..n]);
+                n
+            }
+            None => {
+                agent::printable::push_escaped(&mut out, c);
+                c.len_utf8()
+            }
+        };
+        rest = &rest[n..];
+    }
+    out.into()
+}
+
+/// The length of the colour sequence `s` starts with, if it starts with
+/// one: `ESC [ p ; … m` whose parameters only set colour (30–39, 90–97),
+/// weight or italics (1–3, 22, 23), or reset (0) — what the formatter
+/// writes. Anything else (clearing the screen, moving the cursor, hiding
+/// text, a window title) is not one.
+fn colour_sequence(s: &str) -> Option<usize> {
+    let body = s.strip_prefix("\u{1b}[")?;
+    let end = body.find('m').filter(|&end| end <= 16)?;
+    let allowed = body[..end].split(';').all(|p| {
+        matches!(
+            p.parse::<u8>(),
+            Ok(0..=3 | 22 | 23 | 30..=37 | 39 | 90..=97)
+        )
+    });
+    allowed.then_some(2 + end + 1)
 }
 
 /// The `tracing` target of the transcript dump lines.
@@ -159,11 +327,7 @@ mod tests {
 
     fn logged_with(spec: Option<&str>, transcripts: Transcripts) -> String {
         let out = Captured::default();
-        let (filter, _) = env_filter(spec, transcripts);
-        let subscriber = tracing_subscriber::fmt()
-            .with_env_filter(filter)
-            .with_writer(out.clone())
-            .finish();
+        let (subscriber, _) = subscriber(spec, transcripts, LogFormat::Text, false, out.clone());
         tracing::subscriber::with_default(subscriber, || {
             tracing::info!(target: "calllock::transcript", "TRANSCRIPT_DUMP|1/1|{{}}");
             tracing::info!(target: "calllock::call::delivery", "an info line");
@@ -237,14 +401,13 @@ mod tests {
     fn json_lines_carry_the_calls_span() {
         let out = Captured::default();
         // The default filter (`warn`): the call's span must still exist.
-        let (filter, _) = env_filter(None, Transcripts::Withheld);
-        let subscriber = tracing_subscriber::fmt()
-            .with_env_filter(filter)
-            .with_writer(out.clone())
-            .json()
-            .with_current_span(true)
-            .with_span_list(false)
-            .finish();
+        let (subscriber, _) = subscriber(
+            None,
+            Transcripts::Withheld,
+            LogFormat::Json,
+            false,
+            out.clone(),
+        );
         tracing::subscriber::with_default(subscriber, || {
             // As `serve::twilio_call` makes it.
             let span = tracing::error_span!("call", call_id = "CA123");
@@ -258,6 +421,115 @@ mod tests {
         assert_eq!(line["fields"]["dropped"], 3);
         assert_eq!(line["span"]["name"], "call");
         assert_eq!(line["span"]["call_id"], "CA123");
+    }
+
+    /// Text from outside, as a vendor's error or a malformed message may
+    /// carry it: an escape that clears the screen, colours, a bell, a
+    /// carriage return, a NUL, an 8-bit CSI, a bidi override and a line
+    /// separator.
+    const RAW: &str =
+        "\u{1b}[2J\u{1b}[31mgas\u{7}\r in the \u{202E}kitchen\u{202C}\u{9b}0m\u{0}\u{2028}!";
+
+    /// Every line `format` writes (colour or not) for events and a span
+    /// carrying [`RAW`] in every way a field can.
+    fn logged_raw(format: LogFormat, colour: bool) -> String {
+        let out = Captured::default();
+        let (subscriber, _) = subscriber(
+            Some("info"),
+            Transcripts::Logged,
+            format,
+            colour,
+            out.clone(),
+        );
+        tracing::subscriber::with_default(subscriber, || {
+            let span = tracing::error_span!("call", call_id = RAW);
+            let _in = span.enter();
+            tracing::warn!(said = RAW, "vendor error: {RAW}");
+            tracing::warn!(said = %RAW, debug = ?RAW, "second");
+            tracing::error!(
+                error = &std::io::Error::other(RAW) as &dyn std::error::Error,
+                "third"
+            );
+        });
+        let bytes = out.0.lock().unwrap().clone();
+        String::from_utf8(bytes).unwrap()
+    }
+
+    fn unsafe_char(c: char) -> bool {
+        (c.is_control() && c != '\n' && c != '\t')
+            || agent::printable::is_bidi_control(c)
+            || matches!(c, '\u{2028}' | '\u{2029}')
+    }
+
+    /// Issue 27, point 1 (logs): nothing from outside reaches a log line
+    /// as a control character, an escape or a bidi override, in either
+    /// format; what came in is still readable, escaped.
+    #[test]
+    fn a_log_line_carries_no_control_escape_or_bidi_override() {
+        let text = logged_raw(LogFormat::Text, false);
+        assert_eq!(text.lines().count(), 3, "{text:?}");
+        assert!(!text.chars().any(unsafe_char), "{text:?}");
+        assert!(text.contains("\\u001b[2J"), "{text}");
+        assert!(text.contains("\\u202ekitchen"), "{text}");
+
+        let json = logged_raw(LogFormat::Json, false);
+        assert!(!json.chars().any(unsafe_char), "{json:?}");
+        let lines: Vec<serde_json::Value> = json
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l:?}")))
+            .collect();
+        assert_eq!(lines.len(), 3);
+        // A collector reads back exactly what came in.
+        assert_eq!(lines[0]["fields"]["said"], RAW, "{json}");
+        assert_eq!(lines[0]["span"]["call_id"], RAW, "{json}");
+    }
+
+    /// At a terminal the formatter's colours stay; colours, or anything
+    /// else, from outside do not.
+    #[test]
+    fn at_a_terminal_only_the_formatters_own_colours_pass() {
+        let text = logged_raw(LogFormat::Text, true);
+        assert_eq!(text.lines().count(), 3, "{text:?}");
+        assert!(text.contains('\u{1b}'), "no colour at all: {text:?}");
+        // Every ESC left starts a colour sequence, and none is RAW's red.
+        let mut rest = text.as_str();
+        while let Some(at) = rest.find('\u{1b}') {
+            let n = colour_sequence(&rest[at..])
+                .unwrap_or_else(|| panic!("a bare escape: {:?}", &rest[at..]));
+            rest = &rest[at + n..];
+        }
+        assert!(!text.contains("\u{1b}[31mgas"), "{text:?}");
+        assert!(!text.contains("\u{1b}[2J"), "{text:?}");
+        let others = |c: char| unsafe_char(c) && c != '\u{1b}';
+        assert!(!text.chars().any(others), "{text:?}");
+        assert!(text.contains("\\u001b[31mgas"), "{text}");
+    }
+
+    #[test]
+    fn colour_sequences_are_colour_only() {
+        for ok in [
+            "\u{1b}[0m",
+            "\u{1b}[2m",
+            "\u{1b}[1;31m",
+            "\u{1b}[97mx",
+            "\u{1b}[3m",
+        ] {
+            assert!(colour_sequence(ok).is_some(), "{ok:?}");
+        }
+        for bad in [
+            "\u{1b}[2J",
+            "\u{1b}[8m",
+            "\u{1b}[5m",
+            "\u{1b}[m",
+            "\u{1b}[31;8m",
+            "\u{1b}]0;title\u{7}",
+            "\u{1b}[38;5;1m",
+            "\u{1b}[1A",
+            "\u{1b}",
+            "\u{1b}[31",
+        ] {
+            assert!(colour_sequence(bad).is_none(), "{bad:?}");
+        }
     }
 
     #[test]

@@ -245,15 +245,20 @@ fn replay_prints_a_caller_line_with_escapes_safely() {
         .arg("replay")
         .arg(&p)
         .args(["--now", "2026-02-19T10:15:00-06:00"])
-        .env("NO_COLOR", "1"));
+        .env("NO_COLOR", "1")
+        // Its log at its most talkative.
+        .env("CALLLOCK_LOG", "debug"));
     let shown = text(&out.stdout);
-    assert!(out.status.success(), "{shown}\n{}", text(&out.stderr));
+    let log = text(&out.stderr);
+    assert!(out.status.success(), "{shown}\n{log}");
     assert!(shown.contains("stopped cooling"), "{shown}");
+    assert!(log.contains(" DEBUG "), "{log}");
     let unsafe_char = |c: char| {
         (c.is_control() && c != '\n' && c != '\t')
             || matches!(c, '\u{061C}' | '\u{200E}' | '\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
     };
     assert!(!shown.chars().any(unsafe_char), "printed {shown:?}");
+    assert!(!log.chars().any(unsafe_char), "logged {log:?}");
     // And in the JSON report, the caller's line as kept.
     let r = replay_json(&p, &[]);
     let caller = entries(&r)

@@ -501,6 +501,79 @@ fn dial_drives_a_replay_script_against_a_live_server() {
     );
 }
 
+/// Issue 27, point 1 (logs): a caller line with control characters, ANSI
+/// escapes and bidi overrides, said to the real `calllock serve` at its
+/// most talkative (`debug`, the transcript dump on), reaches neither the
+/// server's log nor `dial`'s output as anything but printable text.
+#[test]
+fn escapes_in_a_caller_line_never_reach_the_servers_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let conf = dir.path().join("calllock.toml");
+    std::fs::write(
+        &conf,
+        "[serve]\nport = 0\n[sim]\nllm_latency_s = 0.0\nspeech_chars_per_s = 60.0\n",
+    )
+    .unwrap();
+    let db = dir.path().join("calls.db");
+    let script = dir.path().join("call.jsonl");
+    let line =
+        "my \u{1b}[2J\u{1b}[31mAC \u{202E}stopped\u{202C} cooling\u{7} last\u{0} night\u{9b}1m\r";
+    std::fs::write(
+        &script,
+        format!(
+            "{}\n{{\"silence\": 2}}\n{{\"hangup\": true}}\n",
+            json!({ "caller": line })
+        ),
+    )
+    .unwrap();
+    let log_path = dir.path().join("serve.log");
+    let log = std::fs::File::create(&log_path).unwrap();
+    let (mut server, url) = spawn_serve_logging(
+        &conf,
+        &db,
+        log.into(),
+        &[
+            ("CALLLOCK_LOG", "debug"),
+            ("CALLLOCK_LOG_TRANSCRIPTS", "on"),
+        ],
+    );
+    let dial = std::process::Command::new(env!("CARGO_BIN_EXE_calllock"))
+        .env("CALLLOCK_LOCAL_SPEECH", "off")
+        .env("CALLLOCK_LOG", "debug")
+        .args(["dial", "--url", &url, "--pause", "1.6", "--script"])
+        .arg(&script)
+        .env("CALLLOCK_CONFIG", &conf)
+        .env("CALLLOCK_DATABASE", &db)
+        .env_remove("TWILIO_AUTH_TOKEN")
+        .output()
+        .unwrap();
+    unsafe { libc::kill(server.id() as i32, libc::SIGTERM) };
+    let _ = server.wait();
+    let stdout = String::from_utf8_lossy(&dial.stdout);
+    let stderr = String::from_utf8_lossy(&dial.stderr);
+    assert!(dial.status.success(), "{stdout}\n{stderr}");
+    let log = std::fs::read_to_string(&log_path).unwrap();
+    // The call was heard, and its dump written: the words are in the log.
+    assert!(log.contains("TRANSCRIPT_DUMP|1/"), "{log}");
+    assert!(log.contains("stopped cooling"), "{log}");
+    let unsafe_char = |c: char| {
+        (c.is_control() && c != '\n' && c != '\t')
+            || matches!(c, '\u{061C}' | '\u{200E}' | '\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
+    };
+    for (what, text) in [
+        ("the server's log", &log),
+        ("dial's output", &stdout.to_string()),
+        ("dial's log", &stderr.to_string()),
+    ] {
+        let bad: Vec<(usize, char)> = text
+            .char_indices()
+            .filter(|(_, c)| unsafe_char(*c))
+            .take(5)
+            .collect();
+        assert!(bad.is_empty(), "{what} carries {bad:?}:\n{text}");
+    }
+}
+
 /// Start the `calllock serve` binary on config `conf` (with `port = 0`) and
 /// database `db`; returns it and its `http://` URL (its first stdout line).
 fn spawn_serve(conf: &std::path::Path, db: &std::path::Path) -> (std::process::Child, String) {

@@ -239,7 +239,8 @@ pub async fn dial(
     let (tx, rx) = mpsc::unbounded_channel();
     let phone = match place_call(o, tx).await? {
         Answer::TurnedAway(text) => {
-            println!("agent:  {text}");
+            // The server's words (TwiML from outside): printable only.
+            println!("agent:  {}", agent::printable::printable_text(&text));
             println!("(the server turned the call away and hung up)");
             return Ok(None);
         }

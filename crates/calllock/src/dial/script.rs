@@ -77,7 +77,8 @@ impl Listener {
                 }
                 if self.print && !text.is_empty() {
                     self.end_line();
-                    println!("agent:  {text}");
+                    // Heard from the server: printable only.
+                    println!("agent:  {}", agent::printable::printable_text(&text));
                 }
             }
             PhoneEvent::AgentQuiet => {
@@ -114,7 +115,7 @@ impl Listener {
         self.spoke = true;
         self.end_line();
         if self.print {
-            println!("caller: {text}");
+            println!("caller: {}", agent::printable::printable_text(text));
         }
     }
 
