@@ -324,7 +324,7 @@ pub struct Engine<P: Policy = StateMachine> {
     policy: P,
     profile: BusinessProfile,
     /// The system prompt's first part, written once ([`persona`]).
-    persona: String,
+    persona: std::sync::Arc<str>,
     config: EngineConfig,
     session: Session,
     /// The LLM's system prompt (refreshed as the call moves on; not part
@@ -367,6 +367,23 @@ pub struct Engine<P: Policy = StateMachine> {
     terminal_said: Option<State>,
 }
 
+/// `text` as one shared copy: every call of a business has the same
+/// persona (3 KB), so the engines of a server's live calls share it
+/// rather than keep one each. Copies no call holds any more are
+/// forgotten.
+fn shared_persona(text: String) -> std::sync::Arc<str> {
+    use std::sync::{Arc, Mutex, Weak};
+    static LIVE: Mutex<Vec<Weak<str>>> = Mutex::new(Vec::new());
+    let mut live = LIVE.lock().unwrap_or_else(|p| p.into_inner());
+    live.retain(|w| w.strong_count() > 0);
+    if let Some(shared) = live.iter().filter_map(Weak::upgrade).find(|s| **s == *text) {
+        return shared;
+    }
+    let shared: Arc<str> = text.into();
+    live.push(Arc::downgrade(&shared));
+    shared
+}
+
 impl Engine<StateMachine> {
     /// An engine with the CallLock state machine.
     pub fn new(session: Session, profile: BusinessProfile, config: EngineConfig) -> Self {
@@ -383,7 +400,7 @@ impl<P: Policy> Engine<P> {
         profile: BusinessProfile,
         config: EngineConfig,
     ) -> Self {
-        let persona = persona(&profile);
+        let persona = shared_persona(persona(&profile));
         let prompt = system_prompt_after(&persona, session.state, &session, &profile);
         // A session that comes with a transcript (carried over) starts the
         // log with it, so the projection keeps it.
@@ -653,5 +670,23 @@ impl<P: Policy> Engine<P> {
             .single()
             .unwrap_or_default();
         utc.with_timezone(&self.profile.tz()).fixed_offset()
+    }
+}
+
+#[cfg(test)]
+mod persona_tests {
+    use super::*;
+
+    #[test]
+    fn the_calls_of_one_business_share_one_persona() {
+        let profile = BusinessProfile::default();
+        let a = shared_persona(persona(&profile));
+        let b = shared_persona(persona(&profile));
+        assert!(std::sync::Arc::ptr_eq(&a, &b), "one copy for both calls");
+        let mut other = profile.clone();
+        other.company_name = format!("{} East", other.company_name);
+        let c = shared_persona(persona(&other));
+        assert!(!std::sync::Arc::ptr_eq(&a, &c));
+        assert_eq!(*c, persona(&other), "another business has its own");
     }
 }
