@@ -420,25 +420,7 @@ fn dial_drives_a_replay_script_against_a_live_server() {
         .unwrap();
     assert!(health.status.success(), "{health:?}");
     assert_eq!(String::from_utf8_lossy(&health.stdout).trim(), "ok");
-    let dial = std::process::Command::new(env!("CARGO_BIN_EXE_calllock"))
-        // The offline speech codec, which the phones here speak.
-        .env("CALLLOCK_LOCAL_SPEECH", "off")
-        // The caller waits out the agent's turn: a pause longer than any
-        // the agent may leave inside one (the 1.5 s dead-air budget), so a
-        // reply that follows "One moment." late on a busy machine is not
-        // talked over.
-        .args(["dial", "--url", &url, "--pause", "1.6", "--script"])
-        .arg(&script)
-        .env("CALLLOCK_CONFIG", &conf)
-        .env("CALLLOCK_DATABASE", &db)
-        .env_remove("TWILIO_AUTH_TOKEN")
-        .output()
-        .unwrap();
-    unsafe { libc::kill(server.id() as i32, libc::SIGTERM) };
-    let _ = server.wait();
-    let stdout = String::from_utf8_lossy(&dial.stdout);
-    let stderr = String::from_utf8_lossy(&dial.stderr);
-    assert!(dial.status.success(), "{stdout}\n{stderr}");
+    let (stdout, stderr) = dial_script(&mut server, &url, &script, &conf, &db, &[]);
     assert!(
         stdout.contains("agent:  Thanks for calling ACE Cooling"),
         "{stdout}"
@@ -537,21 +519,14 @@ fn escapes_in_a_caller_line_never_reach_the_servers_log() {
             ("CALLLOCK_LOG_TRANSCRIPTS", "on"),
         ],
     );
-    let dial = std::process::Command::new(env!("CARGO_BIN_EXE_calllock"))
-        .env("CALLLOCK_LOCAL_SPEECH", "off")
-        .env("CALLLOCK_LOG", "debug")
-        .args(["dial", "--url", &url, "--pause", "1.6", "--script"])
-        .arg(&script)
-        .env("CALLLOCK_CONFIG", &conf)
-        .env("CALLLOCK_DATABASE", &db)
-        .env_remove("TWILIO_AUTH_TOKEN")
-        .output()
-        .unwrap();
-    unsafe { libc::kill(server.id() as i32, libc::SIGTERM) };
-    let _ = server.wait();
-    let stdout = String::from_utf8_lossy(&dial.stdout);
-    let stderr = String::from_utf8_lossy(&dial.stderr);
-    assert!(dial.status.success(), "{stdout}\n{stderr}");
+    let (stdout, stderr) = dial_script(
+        &mut server,
+        &url,
+        &script,
+        &conf,
+        &db,
+        &[("CALLLOCK_LOG", "debug")],
+    );
     let log = std::fs::read_to_string(&log_path).unwrap();
     // The call was heard, and its dump written: the words are in the log.
     assert!(log.contains("TRANSCRIPT_DUMP|1/"), "{log}");
@@ -562,8 +537,8 @@ fn escapes_in_a_caller_line_never_reach_the_servers_log() {
     };
     for (what, text) in [
         ("the server's log", &log),
-        ("dial's output", &stdout.to_string()),
-        ("dial's log", &stderr.to_string()),
+        ("dial's output", &stdout),
+        ("dial's log", &stderr),
     ] {
         let bad: Vec<(usize, char)> = text
             .char_indices()
@@ -572,6 +547,40 @@ fn escapes_in_a_caller_line_never_reach_the_servers_log() {
             .collect();
         assert!(bad.is_empty(), "{what} carries {bad:?}:\n{text}");
     }
+}
+
+/// `calllock dial --script` against `server` at `url` (sharing its config
+/// and database, `env` set), then SIGTERM to the server; the dialer must
+/// succeed. Returns its stdout and stderr.
+fn dial_script(
+    server: &mut std::process::Child,
+    url: &str,
+    script: &std::path::Path,
+    conf: &std::path::Path,
+    db: &std::path::Path,
+    env: &[(&str, &str)],
+) -> (String, String) {
+    let dial = std::process::Command::new(env!("CARGO_BIN_EXE_calllock"))
+        // The offline speech codec, which the phones here speak.
+        .env("CALLLOCK_LOCAL_SPEECH", "off")
+        // The caller waits out the agent's turn: a pause longer than any
+        // the agent may leave inside one (the 1.5 s dead-air budget), so a
+        // reply that follows "One moment." late on a busy machine is not
+        // talked over.
+        .args(["dial", "--url", url, "--pause", "1.6", "--script"])
+        .arg(script)
+        .env("CALLLOCK_CONFIG", conf)
+        .env("CALLLOCK_DATABASE", db)
+        .env_remove("TWILIO_AUTH_TOKEN")
+        .envs(env.iter().copied())
+        .output()
+        .unwrap();
+    unsafe { libc::kill(server.id() as i32, libc::SIGTERM) };
+    let _ = server.wait();
+    let stdout = String::from_utf8_lossy(&dial.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&dial.stderr).into_owned();
+    assert!(dial.status.success(), "{stdout}\n{stderr}");
+    (stdout, stderr)
 }
 
 /// Start the `calllock serve` binary on config `conf` (with `port = 0`) and

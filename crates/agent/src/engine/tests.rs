@@ -562,3 +562,43 @@ fn the_server_ending_a_call_promises_a_callback_unless_one_is_settled() {
         assert_eq!(Canned::from_id(&c.id()), Some(c));
     }
 }
+
+/// A caller who goes on after the goodbye ("thanks" — then "yeah,
+/// schedule it") is not cut off by the hang-up the goodbye asked for: the
+/// call goes on, and the old hang-up's timers are stale. (Found by the
+/// guided-calls property test: the call ended in the middle of the gas
+/// question.)
+#[test]
+fn a_caller_who_goes_on_after_the_goodbye_is_not_cut_off() {
+    let mut e = engine_in(State::FollowUp);
+    let said = |e: &mut Engine, text: &str, at: f64| {
+        e.handle(
+            Input::Transcript {
+                text: text.into(),
+                is_final: true,
+            },
+            at,
+        )
+    };
+    let fx = said(&mut e, "thanks", 1.0);
+    // The callback the follow-up caller is owed, then the goodbye.
+    assert!(
+        fx.iter().any(|f| matches!(f, Effect::CallTool(_))),
+        "{fx:?}"
+    );
+    e.handle(
+        Input::ToolResult {
+            result: serde_json::json!({"success": true, "callback_id": "cb_1"}),
+        },
+        1.2,
+    );
+    assert!(e.end_call_pending(), "the goodbye asks for the hang-up");
+    said(&mut e, "yeah schedule it", 2.0);
+    assert!(!e.end_call_pending(), "the call is the caller's again");
+    assert_ne!(e.state(), State::FollowUp, "the call moved on");
+    for timer in [Timer::HangupCeiling, Timer::HangupGrace] {
+        let fx = e.handle(Input::TimerFired(timer), 30.0);
+        assert!(!fx.contains(&Effect::EndCall), "{timer:?}: {fx:?}");
+    }
+    assert!(!e.is_ended());
+}

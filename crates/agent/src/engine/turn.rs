@@ -197,6 +197,12 @@ impl<P: Policy> Engine<P> {
 
     /// SPEC §5.2 steps 10–12 for a turn that is not terminal-routed.
     pub(super) fn finish_turn(&mut self, turn: Turn, now: f64, out: &mut Vec<Effect>) {
+        if !turn.action.end_call && self.hangup.is_some() {
+            // The caller went on after a goodbye ("thanks — oh, yes,
+            // schedule it"): the call is theirs again, and the pending
+            // hang-up would cut it off mid-question. Its timers are stale.
+            self.hangup = None;
+        }
         if turn.action.end_call {
             if turn.action.needs_llm || turn.force_llm {
                 self.forward_to_llm(turn.llm_text, now, out);
