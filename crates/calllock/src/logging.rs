@@ -221,6 +221,18 @@ impl<W: std::io::Write> std::io::Write for PrintableWriter<W> {
 
 /// `line` as a log may carry it (see [`PrintableLines`]).
 fn printable_line(line: &str, colour: bool) -> std::borrow::Cow<'_, str> {
+    // One event is one line: a line break inside it (a vendor's error
+    // page, a forged `TRANSCRIPT_DUMP|…` line) is written out too.
+    let (body, end) = match line.strip_suffix('\n') {
+        Some(body) => (body, "\n"),
+        None => (line, ""),
+    };
+    if body.contains('\n') {
+        let joined = body.replace('\n', "\\u000a");
+        let mut out = printable_line(&joined, colour).into_owned();
+        out.push_str(end);
+        return out.into();
+    }
     if !colour || !line.contains('\u{1b}') {
         return agent::printable::escaped(line);
     }

@@ -28,12 +28,6 @@
 //!   (the caller is asked to say it again); a third is
 //!   [`LiveEvent::Failed`] (the call ends politely with a callback rather
 //!   than leaving the caller talking to nobody);
-//! * the replay holds no long silence: while our VAD says the caller is
-//!   quiet and Deepgram has answered for everything said before (no
-//!   `Finalize` awaiting its answer or its stall check, no words pending),
-//!   only the last [`QUIET_KEPT`] of audio is kept — what a word starting
-//!   before the VAD noticed it needs. A call's replay is then its unheard
-//!   speech, not every second since Deepgram last sent a final;
 //! * at the end, `CloseStream`, the last results (bounded), then close.
 
 use super::listen::{self, ListenOptions, ServerMessage, CLOSE_STREAM, FINALIZE, KEEP_ALIVE};
@@ -58,11 +52,6 @@ const BYTES_PER_S: f64 = 8000.0;
 /// every `Finalize` and before the close, so the end of an utterance is
 /// never late; only interim results can come up to 80 ms later.
 const SEND_BYTES: usize = 800;
-
-/// While the caller is quiet (see the module docs), the replay keeps this
-/// much of the latest audio: the VAD hears speech start a little late,
-/// and the first word's beginning must not be lost.
-const QUIET_KEPT: Duration = Duration::from_secs(1);
 
 /// How one call's socket is opened and kept.
 #[derive(Clone)]
@@ -144,8 +133,6 @@ pub enum LiveEvent {
 
 enum Command {
     Audio(Bytes),
-    /// The VAD heard the caller start.
-    SpeechStarted,
     Finalize,
 }
 
@@ -163,14 +150,7 @@ impl LiveHandle {
         ulaw.is_empty() || self.tx.send(Command::Audio(ulaw)).is_ok()
     }
 
-    /// Our VAD heard the caller start speaking: the audio from here on is
-    /// kept for a replay until Deepgram answers for it.
-    pub fn speech_started(&self) {
-        let _ = self.tx.send(Command::SpeechStarted);
-    }
-
-    /// Ask Deepgram for the final results of what it heard so far (our
-    /// VAD heard the caller stop).
+    /// Ask Deepgram for the final results of what it heard so far.
     pub fn finalize(&self) {
         let _ = self.tx.send(Command::Finalize);
     }
@@ -237,14 +217,6 @@ impl Replay {
             return;
         }
         self.drop_front(((t - self.start) * BYTES_PER_S) as usize);
-    }
-
-    /// Forget all but the latest `kept` of audio.
-    fn keep_last(&mut self, kept: Duration) {
-        let max = (kept.as_secs_f64() * BYTES_PER_S) as usize;
-        if self.len > max {
-            self.drop_front(self.len - max);
-        }
     }
 
     /// Forget everything held; the next byte is at `t` seconds.
@@ -416,10 +388,6 @@ struct Task {
     /// Send `Finalize` right after the next socket's replay (the caller
     /// had stopped when the last socket ended).
     refinalize: bool,
-    /// Our VAD said the caller stopped, and not since that they started.
-    /// False until a VAD first says so: a call without one (or before its
-    /// first turn) keeps everything unanswered.
-    quiet: bool,
 }
 
 async fn run(
@@ -439,7 +407,6 @@ async fn run(
         stall_at: None,
         stalls: 0,
         refinalize: false,
-        quiet: false,
     };
     let mut failures = 0usize;
     let mut reconnecting = false;
@@ -550,18 +517,6 @@ impl Task {
         self.replay.push(audio, self.cfg.replay_limit);
     }
 
-    /// Audio on an open socket: kept for a replay, then — while nothing
-    /// is owed (see the module docs) — the replay cut to [`QUIET_KEPT`].
-    fn take_audio_heard(&mut self, audio: &[u8]) {
-        self.take_audio(audio);
-        let owed = self.stall_at.is_some()
-            || self.utterances.deadline().is_some()
-            || self.utterances.pending();
-        if self.quiet && !owed {
-            self.replay.keep_last(QUIET_KEPT);
-        }
-    }
-
     /// Wait `wait`, keeping audio for the replay; true if the call closed.
     async fn wait_buffering(&mut self, wait: Duration) -> bool {
         let until = Instant::now() + wait;
@@ -570,13 +525,9 @@ impl Task {
                 _ = tokio::time::sleep_until(until) => return false,
                 cmd = self.rx.recv() => match cmd {
                     Some(Command::Audio(a)) => self.take_audio(&a),
-                    Some(Command::SpeechStarted) => self.quiet = false,
                     // The caller stopped while no socket was open: ask
                     // the next one for the words at once.
-                    Some(Command::Finalize) => {
-                        self.quiet = true;
-                        self.refinalize = true;
-                    }
+                    Some(Command::Finalize) => self.refinalize = true,
                     None => return true,
                 },
             }
@@ -637,7 +588,7 @@ impl Task {
             tokio::select! {
                 cmd = self.rx.recv() => match cmd {
                     Some(Command::Audio(a)) => {
-                        self.take_audio_heard(&a);
+                        self.take_audio(&a);
                         unsent.extend_from_slice(&a);
                         if unsent.len() >= SEND_BYTES {
                             if let Err(e) = send_unsent(&mut tx, &mut unsent).await {
@@ -646,9 +597,7 @@ impl Task {
                             last_sent = Instant::now();
                         }
                     }
-                    Some(Command::SpeechStarted) => self.quiet = false,
                     Some(Command::Finalize) => {
-                        self.quiet = true;
                         // The words end with the audio held back.
                         if let Err(e) = send_unsent(&mut tx, &mut unsent).await {
                             return SocketEnd::Dropped(e.to_string());

@@ -166,12 +166,6 @@ impl Stt for DeepgramStt {
         Vec::new()
     }
 
-    fn user_started_speaking(&mut self) {
-        if let Some(h) = &self.handle {
-            h.speech_started();
-        }
-    }
-
     fn user_stopped_speaking(&mut self) {
         if let Some(h) = &self.handle {
             h.finalize();
