@@ -27,28 +27,34 @@ pub use crate::keywords::BOOKING_LANGUAGE;
 /// block (left out together with its blank line when empty), a blank line and
 /// the state's instructions.
 pub fn system_prompt(state: State, session: &Session, profile: &BusinessProfile) -> String {
-    system_prompt_after(&persona(profile), state, session, profile)
+    join_system_prompt(&persona(profile), &after_persona(state, session, profile))
 }
 
-/// [`system_prompt`] with the persona already written ([`persona`] depends
-/// on the profile alone, so an engine writes it once per call and the
-/// prompt rebuilt after every utterance only adds what changes).
-pub fn system_prompt_after(
-    persona: &str,
-    state: State,
-    session: &Session,
-    profile: &BusinessProfile,
-) -> String {
+/// What follows the persona in [`system_prompt`]: the KNOWN INFO block
+/// (with its blank line, when not empty) and the state's instructions.
+/// [`persona`] depends on the profile alone, so the calls of one business
+/// share it, and an engine keeps only this part, which changes as the
+/// call moves on ([`join_system_prompt`] writes the whole prompt when a
+/// request is made).
+pub fn after_persona(state: State, session: &Session, profile: &BusinessProfile) -> String {
     let known = known_info_block(state, session);
     let instructions = state_block(state, session, profile);
-    let mut out = String::with_capacity(persona.len() + known.len() + instructions.len() + 4);
-    out.push_str(persona);
-    out.push_str("\n\n");
+    let mut out = String::with_capacity(known.len() + instructions.len() + 2);
     if !known.is_empty() {
         out.push_str(&known);
         out.push_str("\n\n");
     }
     out.push_str(&instructions);
+    out
+}
+
+/// The whole system prompt: `persona`, a blank line, then
+/// [`after_persona`]'s part.
+pub fn join_system_prompt(persona: &str, after: &str) -> String {
+    let mut out = String::with_capacity(persona.len() + after.len() + 2);
+    out.push_str(persona);
+    out.push_str("\n\n");
+    out.push_str(after);
     out
 }
 

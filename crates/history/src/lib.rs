@@ -219,6 +219,10 @@ pub struct TranscriptLine {
     pub tool: Option<String>,
 }
 
+/// How many entries an [`EventLog`] grows by when it is full (a call
+/// appends a dozen or so a turn).
+const GROW_ENTRIES: usize = 24;
+
 /// The per-call, append-only event log. See the [crate docs](crate).
 #[derive(Clone, Debug, Default)]
 pub struct EventLog {
@@ -267,6 +271,12 @@ impl EventLog {
             _ => {}
         }
         let seq = self.entries.len() as u64;
+        if self.entries.len() == self.entries.capacity() {
+            // Grown a step at a time, not doubled: a call's log is read
+            // and appended for the whole call, and a doubled buffer would
+            // keep up to half of itself empty in every live call.
+            self.entries.reserve_exact(GROW_ENTRIES);
+        }
         self.entries.push(Entry {
             seq,
             at,

@@ -6,10 +6,9 @@
 
 use bytes::Bytes;
 use providers::deepgram::fake::{FakeBehaviour, FakeDeepgram};
-use providers::deepgram::live::{spawn, LiveConfig, LiveEvent, LiveHandle};
+use providers::deepgram::live::{spawn, LiveConfig, LiveEvent, LiveEvents, LiveHandle};
 use providers::deepgram::utterances::Heard;
 use std::time::Duration;
-use tokio::sync::mpsc::UnboundedReceiver;
 use voice::offline::codec::encode_mulaw;
 
 fn config(fake: &FakeDeepgram) -> LiveConfig {
@@ -29,11 +28,7 @@ fn say(h: &LiveHandle, text: &str, silence_ms: usize) {
 }
 
 /// Events until `n` finals arrived (or `wait` passed).
-async fn finals(
-    rx: &mut UnboundedReceiver<LiveEvent>,
-    n: usize,
-    wait: Duration,
-) -> (Vec<String>, Vec<LiveEvent>) {
+async fn finals(rx: &mut LiveEvents, n: usize, wait: Duration) -> (Vec<String>, Vec<LiveEvent>) {
     let mut finals = Vec::new();
     let mut all = Vec::new();
     let until = tokio::time::Instant::now() + wait;
@@ -175,7 +170,7 @@ async fn finalize_is_answered_or_the_words_are_taken_after_a_bounded_wait() {
 }
 
 /// Every event until `wait` passed or the task ended.
-async fn events_for(rx: &mut UnboundedReceiver<LiveEvent>, wait: Duration) -> Vec<LiveEvent> {
+async fn events_for(rx: &mut LiveEvents, wait: Duration) -> Vec<LiveEvent> {
     let until = tokio::time::Instant::now() + wait;
     let mut all = Vec::new();
     while let Ok(Some(e)) = tokio::time::timeout_at(until, rx.recv()).await {

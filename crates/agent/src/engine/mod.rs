@@ -37,8 +37,8 @@ use crate::extract::{apply_extraction, ExtractedFields};
 use crate::machine::{Action, Policy, Speak, StateMachine};
 use crate::profile::BusinessProfile;
 use crate::prompts::{
-    callback_script, passes_booking_filter, persona, system_prompt_after, terminal_follow_up,
-    Canned, FILLERS,
+    after_persona, callback_script, join_system_prompt, passes_booking_filter, persona,
+    terminal_follow_up, Canned, FILLERS,
 };
 use crate::responder::{ChatMessage, ChatRole};
 use crate::session::{HistoryMessage, Role, Session, TranscriptEntry};
@@ -319,6 +319,16 @@ const EPS: f64 = 1e-9;
 /// instant as the reply's first words could be queued behind them.
 const FILLER_AT_THE_SOONEST_S: f64 = 0.2;
 
+/// The LLM's system prompt as an engine keeps it.
+enum SystemPrompt {
+    /// The persona (shared by the business's calls), then this part, which
+    /// changes as the call moves on ([`after_persona`]); joined only when
+    /// a request is made, so a call does not hold a copy of the persona.
+    AfterPersona(String),
+    /// A prompt given whole ([`Engine::seed_context`]).
+    Given(String),
+}
+
 /// The conversation engine of one call. See the module docs.
 pub struct Engine<P: Policy = StateMachine> {
     policy: P,
@@ -329,7 +339,7 @@ pub struct Engine<P: Policy = StateMachine> {
     session: Session,
     /// The LLM's system prompt (refreshed as the call moves on; not part
     /// of the conversation, so not in the log).
-    system: String,
+    system: SystemPrompt,
     /// Everything said on the call (see the module docs).
     log: EventLog,
     /// Log entries before this one have been captured (SPEC §5.3).
@@ -401,7 +411,7 @@ impl<P: Policy> Engine<P> {
         config: EngineConfig,
     ) -> Self {
         let persona = shared_persona(persona(&profile));
-        let prompt = system_prompt_after(&persona, session.state, &session, &profile);
+        let prompt = SystemPrompt::AfterPersona(after_persona(session.state, &session, &profile));
         // A session that comes with a transcript (carried over) starts the
         // log with it, so the projection keeps it.
         let log = log_of_transcript(&session.transcript_log);
@@ -439,7 +449,7 @@ impl<P: Policy> Engine<P> {
     pub fn seed_context(&mut self, messages: Vec<ChatMessage>, now: f64) {
         let mut messages = messages.into_iter().peekable();
         if let Some(m) = messages.next_if(|m| m.role == ChatRole::System) {
-            self.system = m.content;
+            self.system = SystemPrompt::Given(m.content);
         }
         for m in messages {
             self.context_message(m, now);
@@ -476,7 +486,11 @@ impl<P: Policy> Engine<P> {
     /// The LLM context: the system prompt, then the conversation as the
     /// log tells it.
     pub fn llm_messages(&self) -> Vec<ChatMessage> {
-        said::llm_context_of(&self.system, &self.log)
+        let system = match &self.system {
+            SystemPrompt::AfterPersona(after) => join_system_prompt(&self.persona, after),
+            SystemPrompt::Given(whole) => whole.clone(),
+        };
+        said::llm_context_of(&system, &self.log)
     }
     /// Everything said on the call, as recorded.
     pub fn log(&self) -> &EventLog {

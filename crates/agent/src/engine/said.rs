@@ -135,12 +135,11 @@ impl<P: Policy> Engine<P> {
     }
 
     pub(super) fn refresh_system_prompt(&mut self) {
-        self.system = system_prompt_after(
-            &self.persona,
+        self.system = SystemPrompt::AfterPersona(after_persona(
             self.session.state,
             &self.session,
             &self.profile,
-        );
+        ));
     }
 
     /// The state moved from `before`: recorded, and reported.

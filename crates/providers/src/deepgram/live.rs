@@ -33,11 +33,11 @@
 use super::listen::{self, ListenOptions, ServerMessage, CLOSE_STREAM, FINALIZE, KEEP_ALIVE};
 use super::utterances::{Heard, Utterances};
 use bytes::Bytes;
+use futures_channel::mpsc;
 use futures_util::{SinkExt, StreamExt};
 use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::mpsc;
 use tokio::time::Instant;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
@@ -138,6 +138,11 @@ enum Command {
 
 /// The call's side of the socket task. Dropping it closes the stream
 /// (`CloseStream`, last results, close).
+///
+/// The task's two queues (commands up, [`LiveEvents`] down) are linked
+/// lists, not tokio channels: a call holds them for its whole life and
+/// they are nearly always empty, so they cost a few dozen bytes each
+/// instead of a channel's pre-allocated block of slots.
 pub struct LiveHandle {
     tx: mpsc::UnboundedSender<Command>,
 }
@@ -147,22 +152,33 @@ impl LiveHandle {
     /// the socket task is gone (the stream closed or `Failed`): the audio
     /// was not taken.
     pub fn audio(&self, ulaw: Bytes) -> bool {
-        ulaw.is_empty() || self.tx.send(Command::Audio(ulaw)).is_ok()
+        ulaw.is_empty() || self.tx.unbounded_send(Command::Audio(ulaw)).is_ok()
     }
 
     /// Ask Deepgram for the final results of what it heard so far.
     pub fn finalize(&self) {
-        let _ = self.tx.send(Command::Finalize);
+        let _ = self.tx.unbounded_send(Command::Finalize);
     }
 }
 
 /// Start the socket task of one call; events arrive on the receiver until
 /// the handle is dropped and the stream is closed (or `Failed`).
-pub fn spawn(cfg: LiveConfig) -> (LiveHandle, mpsc::UnboundedReceiver<LiveEvent>) {
-    let (tx, rx) = mpsc::unbounded_channel();
-    let (ev_tx, ev_rx) = mpsc::unbounded_channel();
+pub fn spawn(cfg: LiveConfig) -> (LiveHandle, LiveEvents) {
+    let (tx, rx) = mpsc::unbounded();
+    let (ev_tx, ev_rx) = mpsc::unbounded();
     tokio::spawn(tracing::Instrument::in_current_span(run(cfg, rx, ev_tx)));
-    (LiveHandle { tx }, ev_rx)
+    (LiveHandle { tx }, LiveEvents(ev_rx))
+}
+
+/// What the socket task tells the call, in order.
+pub struct LiveEvents(mpsc::UnboundedReceiver<LiveEvent>);
+
+impl LiveEvents {
+    /// The next event; `None` once the task has ended and every event
+    /// was read.
+    pub async fn recv(&mut self) -> Option<LiveEvent> {
+        self.0.next().await
+    }
 }
 
 /// The audio sent, kept until Deepgram covers it with final results.
@@ -438,7 +454,7 @@ async fn run(
             }
         };
         if reconnecting {
-            let _ = task.events.send(LiveEvent::Reconnected {
+            let _ = task.events.unbounded_send(LiveEvent::Reconnected {
                 attempt: failures.max(1),
             });
         }
@@ -468,7 +484,7 @@ async fn run(
                 // word already delivered.
                 task.replay.clear(task.received);
                 task.refinalize = false;
-                let _ = task.events.send(LiveEvent::NotHeard);
+                let _ = task.events.unbounded_send(LiveEvent::NotHeard);
                 reconnecting = true;
                 failures = 0;
             }
@@ -484,7 +500,7 @@ async fn run(
 
 impl Task {
     fn emit(&self, heard: Heard) {
-        let _ = self.events.send(LiveEvent::Heard(heard));
+        let _ = self.events.unbounded_send(LiveEvent::Heard(heard));
     }
 
     /// Give up on Deepgram: its final words are delivered, then `Failed`
@@ -502,7 +518,9 @@ impl Task {
             }
         }
         let unheard = Bytes::from(self.replay.take_all());
-        let _ = self.events.send(LiveEvent::Failed { why, unheard });
+        let _ = self
+            .events
+            .unbounded_send(LiveEvent::Failed { why, unheard });
     }
 
     /// The call closed while no socket was open.
@@ -523,7 +541,7 @@ impl Task {
         loop {
             tokio::select! {
                 _ = tokio::time::sleep_until(until) => return false,
-                cmd = self.rx.recv() => match cmd {
+                cmd = self.rx.next() => match cmd {
                     Some(Command::Audio(a)) => self.take_audio(&a),
                     // The caller stopped while no socket was open: ask
                     // the next one for the words at once.
@@ -586,7 +604,7 @@ impl Task {
             let keepalive_at = last_sent + self.cfg.keepalive_every;
             let deadline = self.utterances.deadline();
             tokio::select! {
-                cmd = self.rx.recv() => match cmd {
+                cmd = self.rx.next() => match cmd {
                     Some(Command::Audio(a)) => {
                         self.take_audio(&a);
                         unsent.extend_from_slice(&a);

@@ -37,7 +37,10 @@ pub struct CallOutcome {
     /// report after the pipeline stopped (the server ending the call).
     /// Its log is the call's one record of what was said.
     pub engine: Engine,
-    /// Where each answered turn's time went, in the order written.
+    /// Where each answered turn's time went, in the order written — for
+    /// a call without a journal. A journaled call writes each turn to its
+    /// journal instead (read back with `call::latency::from_events`), so
+    /// a live call does not hold its turns twice.
     pub latency: Vec<TurnLatency>,
 }
 
@@ -112,6 +115,7 @@ pub struct ConversationStage {
     greeting: Option<UtteranceId>,
     /// Where each turn's time goes (and the turns measured so far).
     clocks: TurnClocks,
+    /// The turns measured, kept only without a journal.
     latencies: Vec<TurnLatency>,
     start: Instant,
     start_unix: f64,
@@ -199,18 +203,18 @@ impl ConversationStage {
         self.update_floor();
     }
 
-    /// Journal a measured turn and keep it for the outcome. The event is
-    /// stamped now (the log stays in time order); the turn's own `at` is
-    /// when the caller stopped.
+    /// Journal a measured turn (or, without a journal, keep it for the
+    /// outcome). The event is stamped now (the log stays in time order);
+    /// the turn's own `at` is when the caller stopped.
     fn turn_measured(&mut self, t: Option<TurnLatency>) {
         if let Some(t) = t {
             let now = self.now();
             // The metrics count every turn, journal or not.
             crate::metrics::turn_measured(&t);
-            if let Some(j) = &self.journal {
-                j.latency(now, &t);
+            match &self.journal {
+                Some(j) => j.latency(now, &t),
+                None => self.latencies.push(t),
             }
-            self.latencies.push(t);
         }
     }
 
