@@ -85,7 +85,7 @@ struct Step {
 async fn call(socket: axum::extract::ws::WebSocket, step: Arc<Step>) {
     let (ws_tx, mut ws_rx) = socket.split();
     let lane = step.pool.assign();
-    let (out_tx, out_rx) = tokio::sync::mpsc::unbounded_channel();
+    let (out_tx, out_rx) = futures_channel::mpsc::unbounded();
     let writer = lane.handle().spawn(write_loop(ws_tx, out_rx));
     let ledger = Arc::new(Mutex::new(MarkLedger::new(200)));
     let sink = TwilioSink::new(out_tx, "MZbench".into(), ledger);

@@ -878,6 +878,9 @@ impl OpenAiClient {
         let rb = self
             .post(&body)
             .header(reqwest::header::ACCEPT, "text/event-stream");
+        // The request holds the body as JSON text now: the tree (the whole
+        // context) is not kept while the model thinks.
+        drop(body);
         let resp = match tokio::time::timeout_at(first_deadline, rb.send()).await {
             Err(_) => return Err(ResponderError::Timeout),
             Ok(Err(e)) => return Err(transport_error(&e).error),

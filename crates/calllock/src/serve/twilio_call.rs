@@ -36,13 +36,13 @@ use crate::call::voice_call::{start_call, CallParts, Pacing, ResponderLlm};
 use agent::engine::{Effect, Engine, Input, ServerEnd};
 use agent::session::Session;
 use axum::extract::ws::{Message, WebSocket};
+use futures_channel::mpsc;
 use futures_util::{SinkExt, StreamExt};
 use providers::twilio::marks::MarkLedger;
 use providers::twilio::media_streams::{mark_message, media_message, Inbound, Start, StreamReader};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tokio::sync::mpsc;
 use voice::frames::{Audio, Encoding, Frame};
 use voice::stages::tts::TtsEvent;
 
@@ -66,14 +66,17 @@ pub const BROWSER_CALLER: &str = "browser";
 /// Run one call to its end (the slot is held until post-call is done).
 pub(crate) async fn run(app: Arc<App>, socket: WebSocket, slot: super::live::CallSlot, line: Line) {
     let (ws_tx, mut ws_rx) = socket.split();
-    let (out_tx, out_rx) = mpsc::unbounded_channel();
+    // A linked queue, not a tokio channel: it is nearly always empty, and
+    // a tokio channel's block of slots would stay with the call for its
+    // whole life.
+    let (out_tx, out_rx) = mpsc::unbounded();
     // The call's place on the playout: its writer runs there, beside its
     // player (see `playout`), for as long as the call lasts.
     let lane = app.playout.assign();
     let writer = lane.handle().spawn(write_loop(ws_tx, out_rx));
     let mut reader = StreamReader::new();
     let Some(start) = wait_for_start(&mut ws_rx, &mut reader).await else {
-        let _ = out_tx.send(Outgoing::Close);
+        let _ = out_tx.unbounded_send(Outgoing::Close);
         drop(out_tx);
         let _ = writer.await;
         return;
@@ -86,7 +89,7 @@ pub(crate) async fn run(app: Arc<App>, socket: WebSocket, slot: super::live::Cal
     let live = async move {
         let started = chrono::Utc::now().timestamp_millis() as f64 / 1000.0;
         let Some(journal) = call.begin(started).await else {
-            let _ = call.out.send(Outgoing::Close);
+            let _ = call.out.unbounded_send(Outgoing::Close);
             return;
         };
         // Recorded only once the call is known to be new: a refused
@@ -130,7 +133,7 @@ pub async fn write_loop(
     mut ws_tx: futures_util::stream::SplitSink<WebSocket, Message>,
     mut rx: mpsc::UnboundedReceiver<Outgoing>,
 ) {
-    while let Some(o) = rx.recv().await {
+    while let Some(o) = rx.next().await {
         let msg = match o {
             Outgoing::Text(t) => Message::Text(t.into()),
             Outgoing::Close => {
@@ -343,7 +346,7 @@ impl Call {
                                 error = %e,
                                 "a message over the size limit; closing the stream with 1009"
                             );
-                            let _ = self.out.send(Outgoing::CloseWith {
+                            let _ = self.out.unbounded_send(Outgoing::CloseWith {
                                 code: 1009,
                                 reason: "message too big",
                             });
@@ -460,7 +463,7 @@ impl Call {
         if ending.by_agent() {
             self.hang_up().await;
         }
-        let _ = self.out.send(Outgoing::Close);
+        let _ = self.out.unbounded_send(Outgoing::Close);
         // The recording is on disk before the record says the call ended
         // (the dashboard offers it as soon as the call is finished).
         if let Some(r) = &self.recording {
@@ -707,7 +710,7 @@ impl Call {
                     let end = (pos + FRAME).min(audio.len());
                     let chunk = &audio[pos..end];
                     pos = end;
-                    let _ = self.out.send(Outgoing::Text(media_message(sid, chunk)));
+                    let _ = self.out.unbounded_send(Outgoing::Text(media_message(sid, chunk)));
                     if let Some(r) = &self.recording {
                         r.agent(chunk);
                     }
@@ -779,7 +782,7 @@ impl Call {
             let name = m.name;
             let _ = self
                 .out
-                .send(Outgoing::Text(mark_message(&self.start.stream_sid, &name)));
+                .unbounded_send(Outgoing::Text(mark_message(&self.start.stream_sid, &name)));
         }
     }
 }

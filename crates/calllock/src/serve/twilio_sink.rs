@@ -18,12 +18,12 @@
 //! gone (the socket closed) every send is a no-op: nothing is written
 //! after close.
 
+use futures_channel::mpsc::UnboundedSender;
 use providers::twilio::marks::MarkLedger;
 use providers::twilio::media_streams::{clear_message, mark_message, media_message};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
-use tokio::sync::mpsc::UnboundedSender;
 use voice::frames::{Audio, Encoding, Epoch, UtteranceId};
 use voice::latency::{Milestone, MilestoneReporter};
 use voice::stages::output::AudioSink;
@@ -126,7 +126,7 @@ impl TwilioSink {
 
     fn send(&self, text: String) {
         // The writer is gone once the socket closed: drop silently.
-        let _ = self.out.send(Outgoing::Text(text));
+        let _ = self.out.unbounded_send(Outgoing::Text(text));
     }
 
     fn mark_if_due(&self, id: UtteranceId, ms: u64, last: bool) {
@@ -190,13 +190,16 @@ mod tests {
     use super::*;
     use providers::twilio::media_streams::{parse, Inbound};
 
-    fn sink() -> (TwilioSink, tokio::sync::mpsc::UnboundedReceiver<Outgoing>) {
-        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    fn sink() -> (
+        TwilioSink,
+        futures_channel::mpsc::UnboundedReceiver<Outgoing>,
+    ) {
+        let (tx, rx) = futures_channel::mpsc::unbounded();
         let ledger = Arc::new(Mutex::new(MarkLedger::new(100)));
         (TwilioSink::new(tx, "MZ1".into(), ledger), rx)
     }
 
-    fn events(rx: &mut tokio::sync::mpsc::UnboundedReceiver<Outgoing>) -> Vec<String> {
+    fn events(rx: &mut futures_channel::mpsc::UnboundedReceiver<Outgoing>) -> Vec<String> {
         let mut out = Vec::new();
         while let Ok(Outgoing::Text(t)) = rx.try_recv() {
             let v: serde_json::Value = serde_json::from_str(&t).unwrap();
@@ -272,7 +275,7 @@ mod tests {
     #[test]
     fn mulaw_goes_out_byte_for_byte_and_pcm16_is_encoded() {
         use base64::Engine;
-        let payload = |rx: &mut tokio::sync::mpsc::UnboundedReceiver<Outgoing>| {
+        let payload = |rx: &mut futures_channel::mpsc::UnboundedReceiver<Outgoing>| {
             let Ok(Outgoing::Text(t)) = rx.try_recv() else {
                 panic!("no media message");
             };

@@ -27,6 +27,7 @@ use voice::{Ctx, Direction, Stage};
 use super::journal::VoiceJournal;
 use super::latency::{TurnClocks, Wait};
 use super::played::PlayedProof;
+use super::timers::{EngineTimers, Woke};
 use crate::call::latency::{ReplyKind, TurnLatency};
 use crate::call::outcome::Ending;
 
@@ -73,10 +74,13 @@ impl std::fmt::Debug for CallOutcome {
 
 #[derive(Debug)]
 enum Bg {
-    Tool { result: Value },
+    Tool {
+        result: Value,
+    },
     Scoped(Option<String>),
     Extraction(ExtractedFields),
-    Timer(Timer),
+    /// A timer's task woke; it slept until this (call-clock seconds).
+    Timer(Timer, f64),
 }
 
 #[derive(Debug, Default)]
@@ -117,6 +121,8 @@ pub struct ConversationStage {
     clocks: TurnClocks,
     /// The turns measured, kept only without a journal.
     latencies: Vec<TurnLatency>,
+    /// The engine's timers (one sleeping task per kind).
+    timers: EngineTimers,
     start: Instant,
     start_unix: f64,
     end_tx: watch::Sender<Option<Ending>>,
@@ -157,6 +163,7 @@ impl ConversationStage {
                 greeting: None,
                 clocks: TurnClocks::new(Instant::now(), start_unix),
                 latencies: Vec::new(),
+                timers: EngineTimers::default(),
                 start: Instant::now(),
                 start_unix,
                 end_tx,
@@ -279,6 +286,15 @@ impl ConversationStage {
         });
     }
 
+    /// A task that wakes at `at` (call-clock seconds) for `timer`.
+    fn sleep_until(&self, timer: Timer, at: f64, ctx: &mut Ctx<'_>) {
+        let wait = Duration::from_secs_f64((at - self.now()).clamp(0.0, 3600.0));
+        self.spawn_bg(ctx, async move {
+            tokio::time::sleep(wait).await;
+            Bg::Timer(timer, at)
+        });
+    }
+
     fn perform(&mut self, effect: Effect, ctx: &mut Ctx<'_>) {
         match effect {
             Effect::Speak {
@@ -371,11 +387,9 @@ impl ConversationStage {
                 if timer == Timer::Debounce {
                     self.clocks.wait_started(Wait::Debounce, Instant::now());
                 }
-                let wait = Duration::from_secs_f64((at - self.now()).clamp(0.0, 3600.0));
-                self.spawn_bg(ctx, async move {
-                    tokio::time::sleep(wait).await;
-                    Bg::Timer(timer)
-                });
+                if let Some(wake) = self.timers.start(timer, at) {
+                    self.sleep_until(timer, wake, ctx);
+                }
             }
             Effect::StateChanged { .. } => {}
             Effect::EndCall => {
@@ -451,7 +465,11 @@ impl ConversationStage {
                 self.feed(Input::ScopedReply { text }, ctx)
             }
             Bg::Extraction(fields) => self.feed(Input::ExtractionDone { fields }, ctx),
-            Bg::Timer(timer) => self.feed(Input::TimerFired(timer), ctx),
+            Bg::Timer(timer, woke_for) => match self.timers.woke(timer, woke_for) {
+                Woke::Fire => self.feed(Input::TimerFired(timer), ctx),
+                Woke::SleepUntil(at) => self.sleep_until(timer, at, ctx),
+                Woke::Nothing => {}
+            },
         }
     }
 

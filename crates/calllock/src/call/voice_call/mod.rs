@@ -30,6 +30,7 @@ mod latency_tests;
 mod llm;
 mod parts;
 mod played;
+mod timers;
 
 pub use conversation::{CallControl, CallOutcome, ConversationStage};
 pub use llm::{Pacing, ResponderLlm};
