@@ -26,7 +26,7 @@
 //! | `calllock_llm_fallbacks_total` | counter | `kind` | LLM answers replaced by the offline responder |
 //! | `calllock_outbox_depth` | gauge | | deliveries waiting (dashboard, alerts) |
 //! | `calllock_outbox_oldest_age_seconds` | gauge | | age of the oldest waiting delivery |
-//! | `calllock_recording_dropped_total` | counter | | batches of call audio (a fifth of a second each) left out of recordings (the disk fell behind) |
+//! | `calllock_recording_dropped_total` | counter | | half seconds of call audio left out of recordings (the disk fell behind) |
 //! | `calllock_stream_messages_ignored_total` | counter | `reason` (`not_json`, `foreign_stream`, …: `WireError::kind`) | Media Streams messages a call's socket skipped |
 //!
 //! The gauges and the player counters are read when scraped ([`render`]);
@@ -121,7 +121,7 @@ fn describe() {
     );
     describe_counter!(
         RECORDING_DROPPED,
-        "Batches of call audio (a fifth of a second each) left out of recordings (the disk fell behind)."
+        "Half seconds of call audio left out of recordings (the disk fell behind)."
     );
     describe_counter!(
         PLAYER_FRAMES_LATE,

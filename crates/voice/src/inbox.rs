@@ -32,7 +32,7 @@ struct Queues {
 /// A queue that held a burst gives its memory back once it runs empty
 /// (a thousand live calls have a dozen inboxes each); up to this many
 /// slots are kept.
-const KEEP_CAPACITY: usize = 16;
+const KEEP_CAPACITY: usize = 4;
 
 impl Queues {
     /// The next frame, control first.

@@ -1,5 +1,5 @@
 //! One call's recording: where each frame lands on its side's timeline,
-//! batched into fifths of a second for the writer thread.
+//! batched into half seconds for the writer thread.
 
 use super::raw::{Msg, Side, RATE};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -7,11 +7,13 @@ use std::sync::mpsc::{SyncSender, TrySendError};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-/// Audio a side batches before handing it to the writer: a fifth of a
-/// second, ten of Twilio's 20 ms frames (a batch is filled to exactly
-/// this, never grown past it). Every live call holds up to two, so they
-/// are kept small; the writer takes five a second per side.
-const BATCH: usize = (RATE / 5) as usize;
+/// Audio a side batches before handing it to the writer (half a second;
+/// twice a second per side is all the writer thread is woken for).
+const BATCH: usize = (RATE / 2) as usize;
+/// A batch grows by this much (a tenth of a second) as it fills: a live
+/// call holds two batches, and each holds about what it has, not a whole
+/// half second from its first frame.
+const BATCH_STEP: usize = (RATE / 10) as usize;
 /// A caller timestamp this far from the server's clock is not believed.
 const CLOCK_SLACK: u64 = 2 * RATE;
 /// Nothing is recorded past this point of a call (four hours).
@@ -166,9 +168,11 @@ impl Shared {
         }
         if t.batch.is_empty() {
             t.batch_at = at;
-            // A side holds memory only while it has audio to batch (the
-            // agent is silent half the call).
-            t.batch.reserve_exact(BATCH.max(bytes.len()));
+        }
+        // A side holds memory only while it has audio to batch (the agent
+        // is silent half the call), and only about as much as it has.
+        if t.batch.capacity() - t.batch.len() < bytes.len() {
+            t.batch.reserve_exact(BATCH_STEP.max(bytes.len()));
         }
         t.batch.extend_from_slice(bytes);
         t.cursor = end;
@@ -267,7 +271,7 @@ mod tests {
     }
 
     #[test]
-    fn caller_frames_land_where_twilio_stamps_them_in_batches() {
+    fn caller_frames_land_where_twilio_stamps_them_in_half_second_batches() {
         let (r, rx) = recording(64);
         // 1.2 s of contiguous 20 ms frames, then a lost packet (40 ms
         // missing), then one more frame.
@@ -280,11 +284,8 @@ mod tests {
         assert_eq!(
             w,
             [
-                (Side::Caller, 0, 1600),
-                (Side::Caller, 1600, 1600),
-                (Side::Caller, 3200, 1600),
-                (Side::Caller, 4800, 1600),
-                (Side::Caller, 6400, 1600),
+                (Side::Caller, 0, 4000),
+                (Side::Caller, 4000, 4000),
                 (Side::Caller, 8000, 1600),
                 (Side::Caller, 9920, 160),
             ]
@@ -343,12 +344,13 @@ mod tests {
     #[test]
     fn a_clear_after_a_flush_silences_the_unplayed_part() {
         let (r, rx) = recording(64);
-        // 0.6 s sent at once: each batch is flushed as it fills.
+        // 0.6 s sent at once: the first half second is flushed when the
+        // batch fills.
         for _ in 0..30 {
             r.agent(&[3u8; 160]);
         }
         r.agent(&[3u8; 160]);
-        // A new batch started at 4800; moving on to a non-contiguous
+        // A new batch started at 4000; moving on to a non-contiguous
         // batch is impossible for the agent, so cut now.
         r.agent_cleared();
         drop(r);

@@ -3,7 +3,7 @@
 //!
 //! ```text
 //! socket reader ──caller µ-law (Twilio's timestamp)──▶ CallRecording ──▶ writer thread
-//! TwilioSink    ──agent µ-law (as sent; `clear`)────▶  (0.2 s batches)    │
+//! TwilioSink    ──agent µ-law (as sent; `clear`)────▶   (½ s batches)     │
 //!                                                                         ▼
 //!        <dir>/<call>.caller.ulaw, <call>.agent.ulaw  (raw, while live)
 //!        <dir>/<call>.wav  (8 kHz stereo µ-law: left the caller, right the agent)
@@ -19,9 +19,9 @@
 //! never played. Nothing is ever written more than four hours in.
 //!
 //! **Never in the call's way.** A call only copies its frames into a small
-//! buffer; every fifth of a second of audio goes to one writer thread per
+//! buffer; every half second of audio goes to one writer thread per
 //! process through a bounded queue. A full queue (a disk that cannot keep
-//! up) drops that batch from the recording, counted in
+//! up) drops that half second from the recording, counted in
 //! `calllock_recording_dropped_total`; the call goes on.
 //!
 //! **Nothing lost on a crash.** While a call is live its two sides are
@@ -47,16 +47,15 @@ use std::sync::mpsc::{sync_channel, SyncSender};
 use std::sync::Arc;
 use std::time::Duration;
 
-/// Messages the writer's queue holds (a call sends about ten a second:
-/// five batches per side).
-const QUEUE: usize = 1280;
+/// Messages the writer's queue holds (about 200 calls' half seconds).
+const QUEUE: usize = 512;
 
 /// The process's recorder: where recordings go and the writer thread.
 #[derive(Clone)]
 pub struct Recorder {
     dir: PathBuf,
     tx: SyncSender<Msg>,
-    /// Batches dropped because the queue was full.
+    /// Half seconds dropped because the queue was full.
     dropped: Arc<AtomicU64>,
 }
 
@@ -125,8 +124,7 @@ impl Recorder {
                 .any(|s| raw_path(&self.dir, call_id, *s).is_file())
     }
 
-    /// Batches of audio (a fifth of a second each) dropped from
-    /// recordings so far.
+    /// Half seconds of audio dropped from recordings so far.
     pub fn dropped(&self) -> u64 {
         self.dropped.load(std::sync::atomic::Ordering::Relaxed)
     }
