@@ -433,14 +433,14 @@ async fn run(
             Ok(s) => s,
             Err(ConnectError::Refused(why)) => {
                 tracing::error!(error = %why, "Deepgram STT unusable for this call");
-                task.fail(why);
+                task.fail(why).await;
                 return;
             }
             Err(ConnectError::Transient(why)) => {
                 let Some(wait) = task.cfg.backoff.get(failures).copied() else {
                     let why = format!("Deepgram unreachable after {failures} retries: {why}");
                     tracing::error!(error = %why, "Deepgram STT unusable for this call");
-                    task.fail(why);
+                    task.fail(why).await;
                     return;
                 };
                 failures += 1;
@@ -473,7 +473,7 @@ async fn run(
             SocketEnd::Stalled if task.stalls >= 3 => {
                 let why = "Deepgram stopped answering (stalled three times)".to_string();
                 tracing::error!(error = %why, "Deepgram STT unusable for this call");
-                task.fail(why);
+                task.fail(why).await;
                 return;
             }
             SocketEnd::Stalled if task.stalls == 2 => {
@@ -505,14 +505,16 @@ impl Task {
 
     /// Give up on Deepgram: its final words are delivered, then `Failed`
     /// with every byte of caller audio it did not answer — the replay and
-    /// what is still queued (the queue is closed first, so nothing sent
-    /// meanwhile slips between; the handle sees the closed queue after).
-    fn fail(&mut self, why: String) {
+    /// what is still queued. The queue is closed first and read to its
+    /// end: a send that was under way when it closed is still waited for
+    /// (the queue ends only once every accepted send arrived), so nothing
+    /// the handle took slips between; later sends are refused.
+    async fn fail(&mut self, why: String) {
         if let Some(h) = self.utterances.flush_finals() {
             self.emit(h);
         }
         self.rx.close();
-        while let Ok(cmd) = self.rx.try_recv() {
+        while let Some(cmd) = self.rx.next().await {
             if let Command::Audio(a) = cmd {
                 self.take_audio(&a);
             }
