@@ -486,11 +486,15 @@ impl<P: Policy> Engine<P> {
     /// The LLM context: the system prompt, then the conversation as the
     /// log tells it.
     pub fn llm_messages(&self) -> Vec<ChatMessage> {
+        let joined;
         let system = match &self.system {
-            SystemPrompt::AfterPersona(after) => join_system_prompt(&self.persona, after),
-            SystemPrompt::Given(whole) => whole.clone(),
+            SystemPrompt::AfterPersona(after) => {
+                joined = join_system_prompt(&self.persona, after);
+                &joined
+            }
+            SystemPrompt::Given(whole) => whole,
         };
-        said::llm_context_of(&system, &self.log)
+        said::llm_context_of(system, &self.log)
     }
     /// Everything said on the call, as recorded.
     pub fn log(&self) -> &EventLog {

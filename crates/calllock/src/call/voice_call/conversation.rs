@@ -387,8 +387,8 @@ impl ConversationStage {
                 if timer == Timer::Debounce {
                     self.clocks.wait_started(Wait::Debounce, Instant::now());
                 }
-                if let Some(wake) = self.timers.start(timer, at) {
-                    self.sleep_until(timer, wake, ctx);
+                if self.timers.start(timer, at) {
+                    self.sleep_until(timer, at, ctx);
                 }
             }
             Effect::StateChanged { .. } => {}

@@ -51,16 +51,16 @@ fn slot(timer: Timer) -> usize {
 }
 
 impl EngineTimers {
-    /// The engine asked for `timer` at `at`: `Some(at)` when a task must
-    /// be started to wake then (none sleeping wakes by `at`).
-    pub(super) fn start(&mut self, timer: Timer, at: f64) -> Option<f64> {
+    /// The engine asked for `timer` at `at`: true when a task must be
+    /// started to wake then (none sleeping wakes by `at`).
+    pub(super) fn start(&mut self, timer: Timer, at: f64) -> bool {
         let s = &mut self.slots[slot(timer)];
         s.due = Some(at);
         if s.waking.is_some_and(|w| w <= at) {
-            return None;
+            return false;
         }
         s.waking = Some(at);
-        Some(at)
+        true
     }
 
     /// The task started for `timer` to wake at `woke_for` woke.
@@ -101,8 +101,8 @@ mod tests {
 
     impl Clock {
         fn start(&mut self, timer: Timer, at: f64) {
-            if let Some(w) = self.timers.start(timer, at) {
-                self.tasks.push((timer, w));
+            if self.timers.start(timer, at) {
+                self.tasks.push((timer, at));
                 self.started += 1;
             }
         }
