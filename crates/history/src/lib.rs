@@ -162,6 +162,35 @@ pub enum Event {
     CallEnded { reason: String },
 }
 
+impl Event {
+    /// Give back what each text holds beyond its length.
+    fn shrink_texts(&mut self) {
+        match self {
+            Event::CallerSaid { text }
+            | Event::LlmAsked { text }
+            | Event::Context { text, .. }
+            | Event::AgentSaid { text, .. }
+            | Event::Interrupted {
+                heard_text: text, ..
+            }
+            | Event::ToolFinished { result: text, .. }
+            | Event::CallEnded { reason: text } => text.shrink_to_fit(),
+            Event::ToolCalled { name, args, .. } => {
+                name.shrink_to_fit();
+                args.shrink_to_fit();
+            }
+            Event::Note { kind, text } => {
+                kind.shrink_to_fit();
+                text.shrink_to_fit();
+            }
+            Event::Captured { .. }
+            | Event::SpeechStarted { .. }
+            | Event::SpeechFinished { .. }
+            | Event::PhaseChanged { .. } => {}
+        }
+    }
+}
+
 /// One appended event with its sequence number, time and phase.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Entry {
@@ -260,7 +289,10 @@ impl EventLog {
     /// Ids found in the event move the allocators past them, so a log
     /// rebuilt by appending persisted entries again never hands out an id
     /// twice.
-    pub fn append(&mut self, at: Duration, event: Event) -> u64 {
+    pub fn append(&mut self, at: Duration, mut event: Event) -> u64 {
+        // Kept for the whole call: a text built up piece by piece (a
+        // streamed reply) gives back the room it grew into.
+        event.shrink_texts();
         match &event {
             Event::AgentSaid { msg_id, .. } => {
                 self.next_msg = self.next_msg.max(msg_id.0.saturating_add(1));
@@ -643,6 +675,27 @@ fn matching_prefix<'t>(text: &'t str, heard: &str) -> Option<&'t str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_appended_text_keeps_no_room_it_grew_into() {
+        let mut log = EventLog::new();
+        let mut text = String::with_capacity(4096);
+        text.push_str("Thanks, Maria.");
+        let msg_id = log.next_msg_id();
+        log.append(
+            Duration::ZERO,
+            Event::AgentSaid {
+                msg_id,
+                text,
+                source: AgentSource::Llm,
+            },
+        );
+        let Event::AgentSaid { text, .. } = &log.events()[0].event else {
+            panic!("an agent line");
+        };
+        assert_eq!(text, "Thanks, Maria.");
+        assert!(text.capacity() < 64, "kept {} bytes", text.capacity());
+    }
 
     fn ms(n: u64) -> Duration {
         Duration::from_millis(n)

@@ -36,6 +36,9 @@ fn log_role(role: ChatRole) -> history::Role {
     }
 }
 
+/// How many lines the session's transcript grows by when it is full.
+const TRANSCRIPT_GROW: usize = 8;
+
 impl<P: Policy> Engine<P> {
     /// Append `event` to the call's log at `now`, in the call's state; the
     /// session's transcript is the log's projection, so it is read again
@@ -55,7 +58,13 @@ impl<P: Policy> Engine<P> {
         } else if writes {
             // What this entry writes down follows what is there.
             let lines = transcript_since(&self.log, n);
-            self.session.transcript_log.extend(lines);
+            let t = &mut self.session.transcript_log;
+            if t.capacity() - t.len() < lines.len() {
+                // Grown a few lines at a time, as the log is: kept for
+                // the whole call, a doubled buffer is up to half empty.
+                t.reserve_exact(lines.len().max(TRANSCRIPT_GROW));
+            }
+            t.extend(lines);
         }
     }
 

@@ -31,16 +31,14 @@
 //! * at the end, `CloseStream`, the last results (bounded), then close.
 
 use super::listen::{self, ListenOptions, ServerMessage, CLOSE_STREAM, FINALIZE, KEEP_ALIVE};
+use super::socket::{connect, ConnectError, Socket};
 use super::utterances::{Heard, Utterances};
 use bytes::Bytes;
 use futures_channel::mpsc;
 use futures_util::{SinkExt, StreamExt};
 use std::collections::VecDeque;
-use std::sync::Arc;
 use std::time::Duration;
 use tokio::time::Instant;
-use tokio_tungstenite::tungstenite::client::IntoClientRequest;
-use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 use tokio_tungstenite::tungstenite::{self, Message};
 
 /// µ-law bytes per second (8 kHz, one byte a sample).
@@ -276,87 +274,6 @@ impl Replay {
         let n = self.len;
         self.drop_front(n);
         all
-    }
-}
-
-type Socket =
-    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
-
-/// Why a connection attempt failed.
-enum ConnectError {
-    /// Deepgram said no (4xx): do not try again.
-    Refused(String),
-    /// Anything else: try again.
-    Transient(String),
-}
-
-/// The TLS settings of every call's socket, built once: one root store
-/// for the process, and one session cache, so a call's handshake can
-/// resume the session of the call before.
-fn tls() -> Arc<rustls::ClientConfig> {
-    static CONFIG: std::sync::OnceLock<Arc<rustls::ClientConfig>> = std::sync::OnceLock::new();
-    CONFIG.get_or_init(build_tls).clone()
-}
-
-fn build_tls() -> Arc<rustls::ClientConfig> {
-    let roots = rustls::RootCertStore {
-        roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
-    };
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let config = match rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-    {
-        Ok(b) => b.with_root_certificates(roots).with_no_client_auth(),
-        // The ring provider supports the default versions; never reached.
-        Err(_) => rustls::ClientConfig::builder()
-            .with_root_certificates(rustls::RootCertStore::empty())
-            .with_no_client_auth(),
-    };
-    Arc::new(config)
-}
-
-async fn connect(cfg: &LiveConfig) -> Result<Socket, ConnectError> {
-    let url = cfg.options.url(&cfg.base_url);
-    let mut req = url
-        .as_str()
-        .into_client_request()
-        .map_err(|e| ConnectError::Refused(format!("bad Deepgram URL: {e}")))?;
-    let auth = format!("Token {}", cfg.api_key)
-        .parse()
-        .map_err(|_| ConnectError::Refused("the Deepgram key is not a valid header".into()))?;
-    req.headers_mut().insert("Authorization", auth);
-    // Deepgram's messages are a few hundred bytes to a few KB, a couple a
-    // second: a small read buffer (grown for a larger message) is kept by
-    // every call's socket.
-    let ws = WebSocketConfig::default()
-        .read_buffer_size(1024)
-        .write_buffer_size(0)
-        .max_message_size(Some(listen::MAX_MESSAGE_BYTES));
-    let attempt = tokio_tungstenite::connect_async_tls_with_config(
-        req,
-        Some(ws),
-        true,
-        Some(tokio_tungstenite::Connector::Rustls(tls())),
-    );
-    match tokio::time::timeout(cfg.connect_timeout, attempt).await {
-        Err(_) => Err(ConnectError::Transient("connect timed out".into())),
-        Ok(Ok((socket, _))) => Ok(socket),
-        Ok(Err(tungstenite::Error::Http(resp))) => {
-            let status = resp.status();
-            let why = resp
-                .headers()
-                .get("dg-error")
-                .and_then(|v| v.to_str().ok())
-                .unwrap_or("")
-                .to_string();
-            let msg = format!("Deepgram refused the socket: HTTP {status} {why}");
-            if status.is_client_error() {
-                Err(ConnectError::Refused(msg.trim().to_string()))
-            } else {
-                Err(ConnectError::Transient(msg.trim().to_string()))
-            }
-        }
-        Ok(Err(e)) => Err(ConnectError::Transient(e.to_string())),
     }
 }
 

@@ -5,6 +5,8 @@
 //! * [`listen`]: the socket's query and messages (sans-IO).
 //! * [`live`]: the socket of one call (keep-alive, finalize, reconnect with
 //!   replay, close).
+//! * `socket`: opening that socket (TCP, TLS, the HTTP upgrade) and what
+//!   Deepgram's answer means (refused for good, or worth another try).
 //! * `fake` (feature `testing`): a loopback Deepgram that transcribes the
 //!   offline speech codec, with faults for the fault tests.
 //! * [`stt`]: Deepgram as the pipeline's speech-to-text.
@@ -14,6 +16,7 @@
 pub mod aura;
 pub mod listen;
 pub mod live;
+mod socket;
 pub mod stt;
 pub mod utterances;
 
