@@ -29,25 +29,28 @@ struct Queues {
     rx_closed: bool,
 }
 
-/// A queue that held a burst gives its memory back once it runs empty
-/// (a thousand live calls have a dozen inboxes each); up to this many
-/// slots are kept.
+/// A data queue that held a burst gives its memory back once it runs
+/// empty (a thousand live calls have a dozen inboxes each); up to this
+/// many slots are kept, for the next frame of a steady stream (audio
+/// every 20 ms).
 const KEEP_CAPACITY: usize = 4;
 
 impl Queues {
     /// The next frame, control first.
     fn pop(&mut self) -> Option<(Frame, Lane)> {
-        fn taken(q: &mut VecDeque<Frame>) -> Option<Frame> {
+        fn taken(q: &mut VecDeque<Frame>, keep: usize) -> Option<Frame> {
             let f = q.pop_front()?;
-            if q.is_empty() && q.capacity() > KEEP_CAPACITY {
-                q.shrink_to(KEEP_CAPACITY);
+            if q.is_empty() && q.capacity() > keep {
+                q.shrink_to(keep);
             }
             Some(f)
         }
-        if let Some(f) = taken(&mut self.control) {
+        // Control frames come now and then: an empty control queue keeps
+        // no slots at all.
+        if let Some(f) = taken(&mut self.control, 0) {
             return Some((f, Lane::Control));
         }
-        taken(&mut self.data).map(|f| (f, Lane::Data))
+        taken(&mut self.data, KEEP_CAPACITY).map(|f| (f, Lane::Data))
     }
 }
 
@@ -343,6 +346,22 @@ mod tests {
             Some(Frame::System(SystemFrame::Cancel))
         ));
         assert!(matches!(rx.recv().await, Some(Frame::Data(_))));
+    }
+
+    #[tokio::test]
+    async fn emptied_queues_keep_a_few_data_slots_and_no_control_slots() {
+        let (tx, mut rx) = inbox(64);
+        for _ in 0..32 {
+            tx.send(text(0, "a")).await.unwrap();
+            tx.push_control(Frame::Control(ControlFrame::BotStoppedSpeaking))
+                .unwrap();
+        }
+        for _ in 0..64 {
+            rx.recv().await.unwrap();
+        }
+        let q = rx.shared.lock();
+        assert_eq!(q.control.capacity(), 0);
+        assert!(q.data.capacity() <= KEEP_CAPACITY, "{}", q.data.capacity());
     }
 
     #[tokio::test]
