@@ -141,6 +141,9 @@ pub struct Session {
     pub call_sid: String,
     /// Unix seconds.
     pub start_time: f64,
+    /// The call's transcript. A live engine writes it when the call
+    /// finishes (until then its event log is the one record:
+    /// `Engine::transcript`); a session read back from a record has it.
     pub transcript_log: Vec<TranscriptEntry>,
     pub turn_count: i64,
     pub state_turn_count: i64,

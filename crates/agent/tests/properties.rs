@@ -56,9 +56,8 @@ fn escalated(s: &agent::Session) -> bool {
 /// A call may end outside a terminal state only because the caller closed
 /// it: a goodbye, no callback wanted, nothing more to do as a follow-up or
 /// non-service caller.
-fn caller_closed(s: &agent::Session) -> bool {
-    let closing = s
-        .transcript_log
+fn caller_closed(s: &agent::Session, transcript: &[agent::session::TranscriptEntry]) -> bool {
+    let closing = transcript
         .iter()
         .filter(|e| e.role == agent::session::Role::User)
         .filter_map(|e| e.content.as_deref())
@@ -1188,7 +1187,7 @@ fn run_call(
     // The call ends in a terminal state, or a new utterance is still handled.
     if d.eng.is_ended() {
         prop_assert!(
-            d.eng.state().is_terminal() || caller_closed(d.eng.session()),
+            d.eng.state().is_terminal() || caller_closed(d.eng.session(), &d.eng.transcript()),
             "call ended in {}",
             d.eng.state()
         );

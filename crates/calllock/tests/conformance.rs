@@ -1419,8 +1419,11 @@ fn check_proc_expect(e: &Value, p: &Proc) -> R {
     if let Some(v) = e.get("extraction_finished") {
         check_exact("extraction_finished", v, &json!(p.extraction_finished))?;
     }
-    let log: Vec<Value> = s
-        .transcript_log
+    // The call's transcript so far (the session's copy is written when
+    // the call finishes).
+    let log: Vec<Value> = p
+        .engine
+        .transcript()
         .iter()
         .map(|en| serde_json::to_value(en).expect("entry serializes"))
         .collect();

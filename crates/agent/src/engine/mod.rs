@@ -3,9 +3,11 @@
 //!
 //! The engine owns the session, the state machine and the call's event log
 //! ([`history::EventLog`]): everything said on the call is recorded there
-//! once, and the LLM context ([`Engine::llm_messages`]) and the session's
-//! transcript (`Session::transcript_log`) are projections of it (see
-//! `said.rs`). It allocates the ids of the agent's lines ([`MsgId`]), so a
+//! once, and the LLM context ([`Engine::llm_messages`]) and the call's
+//! transcript ([`Engine::transcript`]) are projections of it (see
+//! `said.rs`). The session's copy of the transcript
+//! (`Session::transcript_log`) is written when the call finishes, not kept
+//! twice while it runs. It allocates the ids of the agent's lines ([`MsgId`]), so a
 //! transport reports what was heard of a line by id. It never performs I/O: the async shell feeds it [`Input`]s (transcripts, tool
 //! results, timer expiries, "the bot finished speaking", …) together with the
 //! current time, and carries out the [`Effect`]s it returns (call a tool,
@@ -351,6 +353,9 @@ pub struct Engine<P: Policy = StateMachine> {
     queued: VecDeque<String>,
     hangup: Option<Hangup>,
     ended: bool,
+    /// The line is gone ([`Input::CallFinished`]): the session's transcript
+    /// is written, and every later entry keeps it up to date.
+    finished: bool,
     /// When the idle controller fires next (None = not armed).
     idle_at: Option<f64>,
     /// Idle prompts said since the caller last spoke.
@@ -416,7 +421,7 @@ impl<P: Policy> Engine<P> {
         // log with it, so the projection keeps it.
         let log = log_of_transcript(&session.transcript_log);
         let mut session = session;
-        session.transcript_log = transcript_of(&log);
+        session.transcript_log = Vec::new();
         Engine {
             policy,
             profile,
@@ -432,6 +437,7 @@ impl<P: Policy> Engine<P> {
             queued: VecDeque::new(),
             hangup: None,
             ended: false,
+            finished: false,
             idle_at: None,
             idle_prompts: 0,
             speaking: false,
@@ -456,17 +462,30 @@ impl<P: Policy> Engine<P> {
         }
     }
 
+    /// The call's session. While the call runs its `transcript_log` is
+    /// empty (the log holds every line once: [`Engine::transcript`]); it is
+    /// written when the call finishes ([`Input::CallFinished`]).
     pub fn session(&self) -> &Session {
         &self.session
     }
     pub fn session_mut(&mut self) -> &mut Session {
         &mut self.session
     }
-    pub fn into_session(self) -> Session {
-        self.session
+    /// The call's transcript so far: the log's projection, in the
+    /// session's words (`Session::transcript_log` once the call finished).
+    pub fn transcript(&self) -> Vec<TranscriptEntry> {
+        transcript_of(&self.log)
     }
-    /// The session and the log it is the projection of.
-    pub fn into_parts(self) -> (Session, EventLog) {
+    /// The session, its transcript written.
+    pub fn into_session(self) -> Session {
+        self.into_parts().0
+    }
+    /// The session (its transcript written) and the log it is the
+    /// projection of.
+    pub fn into_parts(mut self) -> (Session, EventLog) {
+        if !self.finished {
+            self.session.transcript_log = transcript_of(&self.log);
+        }
         (self.session, self.log)
     }
     pub fn profile(&self) -> &BusinessProfile {

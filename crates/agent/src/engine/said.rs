@@ -36,13 +36,10 @@ fn log_role(role: ChatRole) -> history::Role {
     }
 }
 
-/// How many lines the session's transcript grows by when it is full.
-const TRANSCRIPT_GROW: usize = 8;
-
 impl<P: Policy> Engine<P> {
-    /// Append `event` to the call's log at `now`, in the call's state; the
-    /// session's transcript is the log's projection, so it is read again
-    /// when the event changes it.
+    /// Append `event` to the call's log at `now`, in the call's state.
+    /// Once the call finished, the session's transcript is written (the
+    /// log's projection), so it is read again when the event changes it.
     pub(super) fn record(&mut self, now: f64, event: Event) {
         let edits = matches!(event, Event::Interrupted { .. });
         let writes = matches!(
@@ -52,19 +49,15 @@ impl<P: Policy> Engine<P> {
         let n = self.log.len();
         self.log.set_phase(self.session.state.as_str());
         self.log.append(at(now), event);
-        if edits {
+        if !self.finished {
+            // Not written while the call runs: see `Engine::session`.
+        } else if edits {
             // A line already written changes: read the transcript again.
             self.session.transcript_log = transcript_of(&self.log);
         } else if writes {
             // What this entry writes down follows what is there.
             let lines = transcript_since(&self.log, n);
-            let t = &mut self.session.transcript_log;
-            if t.capacity() - t.len() < lines.len() {
-                // Grown a few lines at a time, as the log is: kept for
-                // the whole call, a doubled buffer is up to half empty.
-                t.reserve_exact(lines.len().max(TRANSCRIPT_GROW));
-            }
-            t.extend(lines);
+            self.session.transcript_log.extend(lines);
         }
     }
 
@@ -184,8 +177,7 @@ impl<P: Policy> Engine<P> {
         );
         if was_line {
             self.session.agent_has_responded = self
-                .session
-                .transcript_log
+                .transcript()
                 .iter()
                 .rev()
                 .take_while(|e| e.role != Role::User)
@@ -227,6 +219,10 @@ impl<P: Policy> Engine<P> {
                     outcome: ToolOutcome::Cancelled,
                 },
             );
+        }
+        if !self.finished {
+            self.finished = true;
+            self.session.transcript_log = transcript_of(&self.log);
         }
     }
 

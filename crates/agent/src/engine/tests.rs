@@ -29,7 +29,7 @@ fn not_heard_asks_again_unless_a_reply_is_on_its_way() {
     let mut e = engine_in(State::Discovery);
     let fx = e.handle(Input::NotHeard, 1.0);
     assert!(spoke(&fx, Canned::NotHeard), "{fx:?}");
-    let last = e.session().transcript_log.last().unwrap();
+    let last = e.transcript().last().unwrap().clone();
     assert_eq!(
         last.content.as_deref(),
         Some("Sorry, I didn't catch that. Could you say that again?")
@@ -75,8 +75,7 @@ fn context_messages_of_any_role_enter_the_context() {
     assert_eq!(e.llm_messages().len(), before + 4);
     e.handle(Input::CaptureAgentResponses, 2.0);
     let agent: Vec<_> = e
-        .session()
-        .transcript_log
+        .transcript()
         .iter()
         .filter_map(|t| t.content.clone())
         .collect();
@@ -475,7 +474,7 @@ fn the_server_ending_a_call_promises_a_callback_unless_one_is_settled() {
     assert_eq!(e.session().state, State::Callback);
     assert_eq!(e.session().callback_type, "service");
     assert!(e.is_ended());
-    let said = e.session().transcript_log.last().unwrap();
+    let said = e.transcript().last().unwrap().clone();
     assert!(
         said.content
             .as_deref()
@@ -500,8 +499,7 @@ fn the_server_ending_a_call_promises_a_callback_unless_one_is_settled() {
         6.0,
     );
     assert!(e
-        .session()
-        .transcript_log
+        .transcript()
         .iter()
         .all(|l| l.content.as_deref() != Some(text.as_str())));
 
@@ -601,4 +599,45 @@ fn a_caller_who_goes_on_after_the_goodbye_is_not_cut_off() {
         assert!(!fx.contains(&Effect::EndCall), "{timer:?}: {fx:?}");
     }
     assert!(!e.is_ended());
+}
+
+#[test]
+fn the_sessions_transcript_is_written_when_the_call_finishes() {
+    let heard = || {
+        let mut e = engine_in(State::Discovery);
+        e.handle(
+            Input::Transcript {
+                text: "my furnace is making a banging noise".into(),
+                is_final: true,
+            },
+            1.0,
+        );
+        e.handle(Input::NotHeard, 2.0);
+        e
+    };
+    let mut e = heard();
+    // While the call runs, the log is the one record of what was said.
+    assert!(e.session().transcript_log.is_empty());
+    let so_far = e.transcript();
+    assert_eq!(
+        so_far[0].content.as_deref(),
+        Some("my furnace is making a banging noise")
+    );
+    assert!(so_far.len() >= 2, "{so_far:?}");
+    // A session handed over has it written.
+    assert_eq!(heard().into_session().transcript_log, so_far);
+
+    e.handle(Input::CallFinished, 3.0);
+    assert_eq!(e.session().transcript_log, e.transcript());
+    // What is recorded after the end changes it too.
+    e.handle(
+        Input::Transcript {
+            text: "hello?".into(),
+            is_final: true,
+        },
+        4.0,
+    );
+    let written = &e.session().transcript_log;
+    assert_eq!(written, &e.transcript());
+    assert_eq!(written.last().unwrap().content.as_deref(), Some("hello?"));
 }

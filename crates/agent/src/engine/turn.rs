@@ -362,9 +362,8 @@ impl<P: Policy> Engine<P> {
             // Said once; now answer the caller briefly (same canned id),
             // and never the same line twice in a row.
             let mut text = terminal_follow_up(state, &self.session, &self.profile, &turn.llm_text);
-            let last = self
-                .session
-                .transcript_log
+            let transcript = self.transcript();
+            let last = transcript
                 .iter()
                 .rev()
                 .find(|e| e.role == crate::session::Role::Agent)
