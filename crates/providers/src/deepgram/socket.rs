@@ -40,8 +40,8 @@ pub(super) enum ConnectError {
 
 /// The most an answer's head may take (Deepgram's is well under 1 KiB).
 const MAX_HEAD: usize = 16 * 1024;
-/// Headers read from an answer at most.
-const MAX_HEADERS: usize = 64;
+/// Headers read from an answer at most (as many as tungstenite reads).
+const MAX_HEADERS: usize = 124;
 
 /// Open the socket `cfg` names, within its connect timeout.
 pub(super) async fn connect(cfg: &LiveConfig) -> Result<Socket, ConnectError> {
@@ -78,15 +78,22 @@ async fn open(cfg: &LiveConfig) -> Result<Socket, ConnectError> {
         .port_u16()
         .unwrap_or(if secure { 443 } else { 80 });
     let (request, key) = generate_request(req).map_err(|e| bad_url(e.to_string()))?;
+    // A name TLS cannot use is known before anything is sent.
+    let name = if secure {
+        Some(
+            rustls::pki_types::ServerName::try_from(host.clone())
+                .map_err(|_| bad_url(format!("{host} is not a valid TLS server name")))?,
+        )
+    } else {
+        None
+    };
 
     let tcp = TcpStream::connect((host.as_str(), port))
         .await
         .map_err(|e| ConnectError::Transient(format!("connect to {host}:{port}: {e}")))?;
     // Audio goes up in 20 ms frames: never held back waiting for more.
     let _ = tcp.set_nodelay(true);
-    let mut stream = if secure {
-        let name = rustls::pki_types::ServerName::try_from(host.clone())
-            .map_err(|_| bad_url(format!("{host} is not a valid TLS server name")))?;
+    let mut stream = if let Some(name) = name {
         let tls = tokio_rustls::TlsConnector::from(tls())
             .connect(name, tcp)
             .await
@@ -179,6 +186,15 @@ fn read_answer(bytes: &[u8], key: &str) -> Result<Option<usize>, ConnectError> {
         return Err(ConnectError::Transient(
             "Deepgram switched protocols but not to a WebSocket".into(),
         ));
+    }
+    // We asked for no subprotocol and no extension (a compressed frame
+    // would break the socket later, not here).
+    for asked_none in ["sec-websocket-protocol", "sec-websocket-extensions"] {
+        if header(asked_none).is_some() {
+            return Err(ConnectError::Transient(format!(
+                "Deepgram's answer sets {asked_none}, which was not asked for"
+            )));
+        }
     }
     if accept != derive_accept_key(key.as_bytes()) {
         return Err(ConnectError::Transient(
@@ -282,6 +298,82 @@ mod tests {
             read_answer(b"SSH-2.0-OpenSSH_9.6\r\n\r\n", KEY),
             Err(ConnectError::Transient(_))
         ));
+    }
+
+    #[test]
+    fn an_extension_not_asked_for_is_worth_another_try() {
+        let head = switch("s3pPLMBiTxaQ9kYGzzhZRbK+xOo=").replace(
+            "\r\n\r\n",
+            "\r\nSec-WebSocket-Extensions: permessage-deflate\r\n\r\n",
+        );
+        assert!(matches!(
+            read_answer(head.as_bytes(), KEY),
+            Err(ConnectError::Transient(m)) if m.contains("sec-websocket-extensions")
+        ));
+    }
+
+    /// A loopback server that answers the upgrade in `pieces` writes, the
+    /// last one carrying a first text frame right after the head.
+    async fn answering(pieces: usize) -> (String, tokio::task::JoinHandle<String>) {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let server = tokio::spawn(async move {
+            let (mut tcp, _) = listener.accept().await.unwrap();
+            let mut asked = Vec::new();
+            let mut buf = [0u8; 512];
+            while !asked.ends_with(b"\r\n\r\n") {
+                let n = tcp.read(&mut buf).await.unwrap();
+                assert!(n > 0, "the client hung up mid-request");
+                asked.extend_from_slice(&buf[..n]);
+            }
+            let asked = String::from_utf8(asked).unwrap();
+            let key = asked
+                .lines()
+                .find_map(|l| {
+                    let (name, value) = l.split_once(':')?;
+                    name.eq_ignore_ascii_case("sec-websocket-key")
+                        .then(|| value.trim().to_string())
+                })
+                .unwrap();
+            let mut answer = switch(&derive_accept_key(key.as_bytes())).into_bytes();
+            answer.extend_from_slice(&[0x81, 0x02, b'h', b'i']);
+            let step = answer.len().div_ceil(pieces);
+            for piece in answer.chunks(step) {
+                tcp.write_all(piece).await.unwrap();
+                tcp.flush().await.unwrap();
+                tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+            }
+            // Hold the connection until the client has read.
+            let _ = tcp.read(&mut buf).await;
+            asked
+        });
+        (format!("ws://{addr}"), server)
+    }
+
+    #[tokio::test]
+    async fn the_first_frame_after_the_head_is_read_however_the_answer_is_cut() {
+        use futures_util::StreamExt;
+        for pieces in [1, 3, 40] {
+            let (url, server) = answering(pieces).await;
+            let cfg = LiveConfig::new(url, "key-1");
+            let mut socket = connect(&cfg).await.expect("opens");
+            // A bound, not a measure: a first frame lost waits forever.
+            let first = tokio::time::timeout(std::time::Duration::from_secs(60), socket.next())
+                .await
+                .expect("the first frame arrives")
+                .unwrap()
+                .unwrap();
+            assert_eq!(first.into_text().unwrap().as_str(), "hi", "{pieces} pieces");
+            drop(socket);
+            let asked = server.await.unwrap();
+            assert!(asked.starts_with("GET /v1/listen?"), "{asked}");
+            assert!(
+                asked
+                    .to_ascii_lowercase()
+                    .contains("authorization: token key-1\r\n"),
+                "{asked}"
+            );
+        }
     }
 
     proptest! {
