@@ -5,7 +5,7 @@
 
 use super::transcript::{at, transcript_of, transcript_since};
 use super::*;
-use history::{AgentSource, Event, ToolOutcome};
+use history::{AgentSource, Event, Speaker, ToolOutcome};
 
 /// The LLM context of a call: the system prompt, then the log's
 /// projection (an interrupted line as far as it was heard).
@@ -51,7 +51,9 @@ impl<P: Policy> Engine<P> {
         self.log.append(at(now), event);
         if !self.finished {
             // Not written while the call runs: see `Engine::session`.
-        } else if edits {
+            return;
+        }
+        if edits {
             // A line already written changes: read the transcript again.
             self.session.transcript_log = transcript_of(&self.log);
         } else if writes {
@@ -177,11 +179,12 @@ impl<P: Policy> Engine<P> {
         );
         if was_line {
             self.session.agent_has_responded = self
+                .log
                 .transcript()
                 .iter()
                 .rev()
-                .take_while(|e| e.role != Role::User)
-                .any(|e| e.role == Role::Agent);
+                .take_while(|l| l.speaker != Speaker::Caller)
+                .any(|l| l.speaker == Speaker::Agent);
         }
     }
 

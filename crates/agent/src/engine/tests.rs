@@ -641,3 +641,37 @@ fn the_sessions_transcript_is_written_when_the_call_finishes() {
     assert_eq!(written, &e.transcript());
     assert_eq!(written.last().unwrap().content.as_deref(), Some("hello?"));
 }
+
+#[test]
+fn a_line_cut_off_before_its_first_word_is_no_reply_but_the_one_before_still_is() {
+    let speak_id = |fx: &[Effect]| {
+        fx.iter()
+            .find_map(|f| match f {
+                Effect::Speak { msg_id, .. } => Some(*msg_id),
+                _ => None,
+            })
+            .expect("a line spoken")
+    };
+    let mut e = engine_in(State::Discovery);
+    let first = speak_id(&e.handle(Input::NotHeard, 1.0));
+    let second = speak_id(&e.handle(Input::NotHeard, 2.0));
+    e.session_mut().agent_has_responded = true;
+    // The second line was cut before a word: the first still answered.
+    e.handle(
+        Input::AgentInterrupted {
+            msg_id: second,
+            heard: String::new(),
+        },
+        2.5,
+    );
+    assert!(e.session().agent_has_responded);
+    // The first too: no agent line since the caller last spoke.
+    e.handle(
+        Input::AgentInterrupted {
+            msg_id: first,
+            heard: String::new(),
+        },
+        3.0,
+    );
+    assert!(!e.session().agent_has_responded);
+}

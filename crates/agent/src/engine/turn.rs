@@ -362,12 +362,12 @@ impl<P: Policy> Engine<P> {
             // Said once; now answer the caller briefly (same canned id),
             // and never the same line twice in a row.
             let mut text = terminal_follow_up(state, &self.session, &self.profile, &turn.llm_text);
-            let transcript = self.transcript();
+            let transcript = self.log.transcript();
             let last = transcript
                 .iter()
                 .rev()
-                .find(|e| e.role == crate::session::Role::Agent)
-                .and_then(|e| e.content.as_deref());
+                .find(|l| l.speaker == history::Speaker::Agent)
+                .map(|l| l.text.as_str());
             if last == Some(text.as_str()) {
                 text = format!(
                     "Thanks for calling {} — goodbye.",
