@@ -315,7 +315,11 @@ fn start_vendor_fakes(a: &Args) -> VendorFakes {
             .build()
             .expect("fakes' runtime");
         rt.block_on(async move {
-            let dg = FakeDeepgram::start(FakeBehaviour::default()).await;
+            let dg = FakeDeepgram::start(FakeBehaviour {
+                keep_audio: false,
+                ..FakeBehaviour::default()
+            })
+            .await;
             let iw = std::sync::Arc::new(
                 FakeInworld::start(FakeConfig {
                     stall_share: tts_stall,

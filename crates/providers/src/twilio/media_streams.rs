@@ -15,6 +15,8 @@
 //! what we send back: `media`, `mark`, `clear` (text frames only — a binary
 //! frame from us is Twilio error 31950).
 
+mod fast;
+
 use std::collections::BTreeMap;
 
 use base64::Engine as _;
@@ -141,6 +143,14 @@ pub fn parse(text: &str) -> Result<(Inbound, Option<u64>), WireError> {
     if text.len() > MAX_MESSAGE_BYTES {
         return Err(WireError::TooLarge(text.len()));
     }
+    if let Some(read) = fast::media(text) {
+        return read;
+    }
+    general(text)
+}
+
+/// [`parse`] for any message, through a JSON map (the size is checked).
+fn general(text: &str) -> Result<(Inbound, Option<u64>), WireError> {
     let v: Value = serde_json::from_str(text).map_err(|e| WireError::NotJson(e.to_string()))?;
     let Value::Object(m) = v else {
         return Err(WireError::NotJson("not an object".into()));
@@ -572,5 +582,118 @@ mod tests {
         assert_eq!(k["mark"]["name"], "u3:1.20");
         let c: Value = serde_json::from_str(&clear_message("MZ1")).unwrap();
         assert_eq!(c, json!({"event": "clear", "streamSid": "MZ1"}));
+    }
+
+    /// JSON values that a `media` message's fields may hold, right or
+    /// wrong: counts as strings and numbers (negative, fractional, past
+    /// u64), escapes, odd base64, other types.
+    const VALUES: &[&str] = &[
+        r#""media""#,
+        r#""\u006dedia""#,
+        r#""mark""#,
+        r#""5""#,
+        r#"" 7 ""#,
+        r#""x""#,
+        r#""""#,
+        "5",
+        "-3",
+        "-0",
+        "2.5",
+        "1e3",
+        "18446744073709551616",
+        "null",
+        "true",
+        "{}",
+        "[]",
+        r#""inbound""#,
+        r#""//8=""#,
+        r#""\/\/8=""#,
+        r#"" AAAA ""#,
+        r#""AAA""#,
+        r#""A===""#,
+    ];
+
+    /// A JSON object from its entries (keys may repeat, in any order).
+    fn object_text(entries: &[(&str, String)]) -> String {
+        let inner: Vec<String> = entries.iter().map(|(k, v)| format!("{k:?}:{v}")).collect();
+        format!("{{{}}}", inner.join(","))
+    }
+
+    fn media_like() -> impl proptest::strategy::Strategy<Value = String> {
+        use proptest::prelude::*;
+        use proptest::sample::select;
+        let value = || select(VALUES.to_vec()).prop_map(String::from);
+        let body = prop::collection::vec(
+            (
+                select(vec!["track", "chunk", "timestamp", "payload", "x"]),
+                value(),
+            ),
+            0..6,
+        )
+        .prop_map(|e| object_text(&e));
+        let media_value = prop_oneof![3 => body, 1 => value()];
+        let top = prop::collection::vec(
+            (
+                select(vec!["event", "sequenceNumber", "streamSid", "x"]),
+                value(),
+            ),
+            0..5,
+        );
+        (
+            top,
+            prop::collection::vec(media_value, 0..3),
+            any::<bool>(),
+            any::<usize>(),
+        )
+            .prop_map(|(mut top, media, event_first, at)| {
+                if event_first {
+                    top.insert(0, ("event", r#""media""#.to_string()));
+                }
+                for m in media {
+                    let i = at % (top.len() + 1);
+                    top.insert(i, ("media", m));
+                }
+                object_text(&top)
+            })
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(20_000))]
+
+        /// The fast `media` reader gives exactly the general reader's
+        /// answer, or steps aside.
+        #[test]
+        fn media_is_read_as_the_general_reader_reads_it(text in media_like()) {
+            if let Some(fast) = fast::media(&text) {
+                proptest::prop_assert_eq!(fast, general(&text), "{}", text);
+            }
+        }
+    }
+
+    #[test]
+    fn the_fast_reader_takes_what_twilio_sends() {
+        let sent = r#"{"event":"media","sequenceNumber":"3","media":{"track":"inbound","chunk":"2","timestamp":"20","payload":"//8="},"streamSid":"MZ1"}"#;
+        let read = fast::media(sent).expect("read by the fast path");
+        assert_eq!(read, general(sent));
+        let Ok((Inbound::Media(m), Some(3))) = read else {
+            panic!("{read:?}")
+        };
+        assert_eq!(
+            (m.chunk, m.timestamp_ms, m.payload),
+            (2, 20, vec![0xFF, 0xFF])
+        );
+        // Numbers for counts, keys in another order, unknown fields.
+        let sent = r#"{"streamSid":"MZ1","media":{"payload":"AAAA","timestamp":40,"chunk":3,"extra":[1,{"a":2}]},"sequenceNumber":4,"event":"media","more":null}"#;
+        let read = fast::media(sent).expect("read by the fast path");
+        assert_eq!(read, general(sent));
+        // What it is not sure of, it leaves to the general reader.
+        for other in [
+            r#"{"event":"mark","sequenceNumber":"3","streamSid":"MZ1","mark":{"name":"media"}}"#,
+            r#"{"event":"media","media":{"payload":"AAAA","chunk":true}}"#,
+            r#"{"event":"media","media":{"payload":"AAAA"},"media":{"payload":"//8="}}"#,
+            r#"{"event":"media","media":{}}"#,
+        ] {
+            assert_eq!(fast::media(other), None, "{other}");
+        }
     }
 }

@@ -35,8 +35,10 @@ use std::time::Duration;
 
 pub mod entry;
 pub mod log;
+mod snapshot;
 
 pub use entry::{Entry, Line};
+pub use snapshot::{session_snapshot, SessionSnapshots};
 use tokio::sync::oneshot;
 
 /// One event waiting to be written, its data already JSON text (a busy
@@ -291,31 +293,6 @@ impl LogWriter {
     }
 }
 
-/// Journals the session (without its transcript) each time it changed.
-///
-/// Only a fingerprint of the last snapshot is kept (a live call must stay
-/// small: the snapshot holds the whole conversation history, and a
-/// thousand calls would each carry one).
-#[derive(Default)]
-pub struct SessionSnapshots {
-    last: Option<u64>,
-}
-
-impl SessionSnapshots {
-    /// Record `session` at `at` unless it equals the last one recorded.
-    pub fn record(&mut self, journal: &Journal, at: f64, session: &Session) {
-        use std::hash::{Hash, Hasher};
-        let snap = session_snapshot(session).to_string();
-        let mut h = std::collections::hash_map::DefaultHasher::new();
-        snap.hash(&mut h);
-        let print = h.finish();
-        if self.last != Some(print) {
-            journal.record_json(at, "session", snap);
-            self.last = Some(print);
-        }
-    }
-}
-
 /// An [`Observer`] that journals the call's log as it grows (and the
 /// session when it changes) and passes events on to `inner` (the console
 /// printer).
@@ -337,20 +314,6 @@ impl<'a> JournalObserver<'a> {
             snapshots: SessionSnapshots::default(),
         }
     }
-}
-
-/// The session without its transcript and its caller lines
-/// (`conversation_history`): the journal's own events carry every line,
-/// and [`rebuild`] takes both back from them. A snapshot is written at
-/// every change, so with the lines it would grow with the call, and the
-/// journal with its square.
-pub fn session_snapshot(s: &Session) -> Value {
-    let mut v = serde_json::to_value(s).unwrap_or(Value::Null);
-    if let Some(o) = v.as_object_mut() {
-        o.remove("transcript_log");
-        o.remove("conversation_history");
-    }
-    v
 }
 
 impl Observer for JournalObserver<'_> {
