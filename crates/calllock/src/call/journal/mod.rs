@@ -327,8 +327,10 @@ impl Observer for JournalObserver<'_> {
     }
 
     fn on_session(&mut self, t: f64, session: &Session) {
-        self.snapshots
-            .record(&self.journal, self.start_unix + t, session);
+        if let Some(snap) = self.snapshots.changed(session) {
+            self.journal
+                .record_json(self.start_unix + t, "session", snap);
+        }
         self.inner.on_session(t, session);
     }
 }

@@ -12,8 +12,6 @@ use agent::session::Session;
 use serde_json::Value;
 use std::hash::Hasher;
 
-use super::Journal;
-
 /// The session without its transcript and its caller lines
 /// (`conversation_history`): the journal's own events carry every line,
 /// and [`super::rebuild`] takes both back from them. A snapshot is written
@@ -28,7 +26,8 @@ pub fn session_snapshot(s: &Session) -> Value {
     v
 }
 
-/// Journals the session (without its transcript) each time it changed.
+/// Decides when the session (without its transcript) is journaled: each
+/// time its snapshot changed.
 ///
 /// Only a fingerprint of the last snapshot is kept (a live call must stay
 /// small: the snapshot holds the whole conversation history, and a
@@ -39,14 +38,15 @@ pub struct SessionSnapshots {
 }
 
 impl SessionSnapshots {
-    /// Record `session` at `at` unless its snapshot equals the last one
-    /// recorded.
-    pub fn record(&mut self, journal: &Journal, at: f64, session: &Session) {
+    /// The snapshot of `session` to journal (JSON text), unless it equals
+    /// the last one this returned.
+    pub fn changed(&mut self, session: &Session) -> Option<String> {
         let print = fingerprint(session);
-        if self.last != Some(print) {
-            journal.record_json(at, "session", session_snapshot(session).to_string());
-            self.last = Some(print);
+        if self.last == Some(print) {
+            return None;
         }
+        self.last = Some(print);
+        Some(session_snapshot(session).to_string())
     }
 }
 

@@ -34,6 +34,8 @@ impl VoiceJournal {
     }
 
     pub(super) fn session(&mut self, at: f64, session: &agent::Session) {
-        self.snapshots.record(&self.journal, at, session);
+        if let Some(snap) = self.snapshots.changed(session) {
+            self.journal.record_json(at, "session", snap);
+        }
     }
 }
