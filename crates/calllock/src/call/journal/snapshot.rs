@@ -71,64 +71,15 @@ impl std::io::Write for HashWriter {
 /// placed): the lines are the only ones left out, as in
 /// [`session_snapshot`].
 fn fingerprint(s: &Session) -> u64 {
-    let Session {
-        phone_number,
-        state,
-        caller_known,
-        customer_name,
-        zip_code,
-        service_address,
-        has_appointment,
-        appointment_date,
-        appointment_time,
-        appointment_uid,
-        callback_promise,
-        caller_intent,
-        problem_description,
-        equipment_type,
-        problem_duration,
-        is_third_party,
-        site_contact_name,
-        site_contact_phone,
-        preferred_time,
-        urgency_tier,
-        lead_type,
-        lead_alert_sent,
-        caller_confirmed,
-        booking_confirmed,
-        booking_attempted,
-        booked_time,
-        appointment_id,
-        confirmation_message,
-        callback_created,
-        callback_attempts,
-        callback_type,
-        callback_phone,
-        booking_time,
-        terminal_reply_used,
-        call_sid,
-        start_time,
-        turn_count,
-        state_turn_count,
-        agent_has_responded,
-        manage_action,
-        manage_time_hint,
-        caller_silent,
-        rescheduled_to,
-        heard,
-        asked,
-        asked_times,
-        callback_declined,
-        callback_reason,
-        errand,
-        zip_said,
-        time_said,
-        transcript_log: _,
-        conversation_history: _,
-    } = s;
     let mut w = HashWriter(Default::default());
+    // One list: the destructuring names every field, then each is fed.
     macro_rules! feed {
         ($($field:ident,)*) => {
+            let Session {
+                $($field,)*
+                transcript_log: _,
+                conversation_history: _,
+            } = s;
             $(
                 // Writing JSON into a hasher fails only if a value cannot
                 // be JSON, and then it fails the same way every time.
