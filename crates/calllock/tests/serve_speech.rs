@@ -659,9 +659,11 @@ async fn the_apology_after_a_refused_key_is_paced_marked_and_counted_in_the_dura
         "{total_ms} ms of apology sent within {span:?}"
     );
     let frames = &line.media[start_of_apology..line.media.len() - 1];
+    // One frame per message, as long as `serve.output_frame_ms` says.
+    let frame = s.cfg.serve.output_frame_ms as usize * 8;
     assert!(
-        frames.iter().all(|(_, n)| *n == 160),
-        "one 20 ms frame per message"
+        frames.iter().all(|(_, n)| *n == frame),
+        "one {frame}-byte frame per message: {frames:?}"
     );
     // (c) The record lasts as long as the line did: from `start` to the
     // close (its ends rounded to 0.1 s).

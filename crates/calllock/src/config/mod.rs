@@ -812,6 +812,7 @@ trusted_proxy = false        # honour X-Forwarded-Proto/Host/For (only behind yo
 max_calls = 1000             # beyond: an apology and a callback
 shutdown_grace_s = 120.0     # live calls may finish this long after SIGTERM
 output_lead_ms = 100         # agent audio queued at Twilio ahead of playback
+output_frame_ms = 40         # agent audio per media message: 20, 40, 60, 80 or 100
 playout_threads = 0          # threads pacing agent audio, ~2,000 calls each; 0: half the cores
 vad = "auto"                 # "model" (real voices), "codec" (calllock dial), auto: by the STT
 metrics_token = ""           # set: GET /metrics needs "Authorization: Bearer <token>"
@@ -885,6 +886,26 @@ mod tests {
         let c = load_from(None, &env(&[("CALLLOCK_DATABASE", "/tmp/x.db")])).unwrap();
         assert_eq!(c.business.company_name, "ACE Cooling");
         assert_eq!(c.database, PathBuf::from("/tmp/x.db"));
+    }
+
+    #[test]
+    fn the_output_frame_is_whole_20_ms_frames_up_to_100() {
+        let twilio = TwilioSection::default();
+        for ms in [0, 10, 30, 120] {
+            let s = ServeSection {
+                output_frame_ms: ms,
+                ..ServeSection::default()
+            };
+            let p = serve::problems(&s, &twilio).join("; ");
+            assert!(p.contains(&format!("serve.output_frame_ms = {ms} must be")), "{ms}: {p}");
+        }
+        for ms in [20, 40, 60, 80, 100] {
+            let s = ServeSection {
+                output_frame_ms: ms,
+                ..ServeSection::default()
+            };
+            assert!(serve::problems(&s, &twilio).is_empty(), "{ms}");
+        }
     }
 
     #[test]

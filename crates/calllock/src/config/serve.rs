@@ -32,6 +32,13 @@ pub struct ServeSection {
     /// Agent audio handed to Twilio ahead of real time (its playout buffer
     /// never runs dry), milliseconds.
     pub output_lead_ms: u64,
+    /// Agent audio per `media` message to Twilio, milliseconds: whole
+    /// 20 ms frames, 20 to 100. Pipecat sends 40 ms; very small messages
+    /// made audible jitter in OpenAI's Twilio sample; each message is a
+    /// socket write, so longer ones cost less CPU per call. A barge-in
+    /// still clears at once (`clear`); the player reacts a frame later at
+    /// most.
+    pub output_frame_ms: u64,
     /// Threads that pace agent audio (env `CALLLOCK_PLAYOUT_THREADS`); each
     /// call is pinned to one. 0: half the cores, at least one. One thread
     /// carries about two thousand calls (`cargo bench --bench playout`).
@@ -74,6 +81,7 @@ impl Default for ServeSection {
             max_calls: 1000,
             shutdown_grace_s: 120.0,
             output_lead_ms: 100,
+            output_frame_ms: 40,
             playout_threads: 0,
             vad: "auto".into(),
             metrics_token: String::new(),
@@ -205,6 +213,12 @@ pub(super) fn problems(serve: &ServeSection, twilio: &TwilioSection) -> Vec<Stri
         out.push(format!(
             "serve.output_lead_ms = {} must be at most 1000",
             serve.output_lead_ms
+        ));
+    }
+    let f = serve.output_frame_ms;
+    if !(20..=100).contains(&f) || f % 20 != 0 {
+        out.push(format!(
+            "serve.output_frame_ms = {f} must be 20, 40, 60, 80 or 100 (whole 20 ms frames)"
         ));
     }
     if serve.playout_threads > 1024 {

@@ -166,8 +166,9 @@ pub struct PhoneLog {
     /// Messages from the server that were not understood.
     pub bad_messages: usize,
     /// For each agent `media` message, how late it arrived against a
-    /// steady 20 ms schedule from the first message of its stretch (a
-    /// stretch ends after 200 ms without audio). Early is zero. Lateness
+    /// real-time schedule from the first message of its stretch (due when
+    /// the audio before it has played; a stretch ends after 200 ms
+    /// without audio). Early is zero. Lateness
     /// beyond the server's lead is a gap the caller would hear.
     pub media_lateness: Vec<Duration>,
     /// From the end of each caller line (its last frame sent) to the next
@@ -436,8 +437,8 @@ async fn run(
     let mut caller: VecDeque<Vec<u8>> = VecDeque::new();
     let mut playout: VecDeque<Item> = VecDeque::new();
     let mut playing = false;
-    // (first arrival of the stretch, messages in it, last arrival)
-    let mut stretch: Option<(Instant, u32, Instant)> = None;
+    // (first arrival of the stretch, ms of audio in it before this message, last arrival)
+    let mut stretch: Option<(Instant, u64, Instant)> = None;
     let mut caller_done_at: Option<Instant> = None;
     // The turn answering the last caller line, measured in playback time.
     let mut turn: Option<TurnAir> = None;
@@ -572,17 +573,19 @@ async fn run(
                                 if let Some(t) = caller_done_at.take() {
                                     log.reply_latencies.push(now - t);
                                 }
+                                // 8 µ-law bytes per millisecond of audio.
+                                let ms = bytes.len() as u64 / 8;
                                 stretch = match stretch {
-                                    Some((first, n, last))
+                                    Some((first, before, last))
                                         if now - last < Duration::from_millis(200) =>
                                     {
-                                        let due = first + Duration::from_millis(20) * n;
+                                        let due = first + Duration::from_millis(before);
                                         log.media_lateness.push(now.saturating_duration_since(due));
-                                        Some((first, n + 1, now))
+                                        Some((first, before + ms, now))
                                     }
                                     _ => {
                                         log.media_lateness.push(Duration::ZERO);
-                                        Some((now, 1, now))
+                                        Some((now, ms, now))
                                     }
                                 };
                                 log.agent_audio_ms += bytes.len() as u64 / 8;

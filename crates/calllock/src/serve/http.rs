@@ -355,9 +355,12 @@ pub(super) async fn twiml(
 /// messages (up to the size limit) still arrive: the buffer grows for them.
 pub(crate) const READ_BUFFER_BYTES: usize = 1024;
 
-/// Outgoing messages are written as they are sent (the writer flushes
-/// each one anyway): no write buffer to fill first.
-pub(crate) const WRITE_BUFFER_BYTES: usize = 0;
+/// Outgoing messages wait in a buffer this large until the writer flushes
+/// (it does once it has sent all that is queued,
+/// [`write_loop`](super::twilio_call::write_loop)): a frame of audio and
+/// its mark, or a new line's lead, in one socket write. A fuller buffer is
+/// written at once, so a call holds no more than about this.
+pub(crate) const WRITE_BUFFER_BYTES: usize = 2048;
 
 /// `GET /ws/twilio`: one call per connection, once its signature holds.
 pub(super) async fn stream(

@@ -129,27 +129,39 @@ async fn wait_for_start(ws_rx: &mut WsRx, reader: &mut StreamReader) -> Option<S
     }
 }
 
+/// The socket's writer: sends what the call queues, in order, until a
+/// close. Whatever is queued when it wakes (a frame of audio and its mark,
+/// the lead of a new line) goes out in one write: a socket write is most
+/// of what a frame costs the server.
 pub async fn write_loop(
     mut ws_tx: futures_util::stream::SplitSink<WebSocket, Message>,
     mut rx: mpsc::UnboundedReceiver<Outgoing>,
 ) {
-    while let Some(o) = rx.next().await {
-        let msg = match o {
-            Outgoing::Text(t) => Message::Text(t.into()),
-            Outgoing::Close => {
-                let _ = ws_tx.send(Message::Close(None)).await;
-                break;
+    'socket: while let Some(first) = rx.next().await {
+        let mut next = Some(first);
+        while let Some(o) = next.take() {
+            let msg = match o {
+                Outgoing::Text(t) => Message::Text(t.into()),
+                Outgoing::Close => {
+                    let _ = ws_tx.send(Message::Close(None)).await;
+                    break 'socket;
+                }
+                Outgoing::CloseWith { code, reason } => {
+                    let frame = axum::extract::ws::CloseFrame {
+                        code,
+                        reason: reason.into(),
+                    };
+                    let _ = ws_tx.send(Message::Close(Some(frame))).await;
+                    break 'socket;
+                }
+            };
+            // Buffered (up to `WRITE_BUFFER_BYTES`), written at the flush.
+            if ws_tx.feed(msg).await.is_err() {
+                break 'socket;
             }
-            Outgoing::CloseWith { code, reason } => {
-                let frame = axum::extract::ws::CloseFrame {
-                    code,
-                    reason: reason.into(),
-                };
-                let _ = ws_tx.send(Message::Close(Some(frame))).await;
-                break;
-            }
-        };
-        if ws_tx.send(msg).await.is_err() {
+            next = rx.try_recv().ok();
+        }
+        if ws_tx.flush().await.is_err() {
             break;
         }
     }
@@ -296,7 +308,8 @@ impl Call {
             self.ledger.clone(),
         )
         .recorded(self.recording.clone())
-        .numbered(self.next_id.clone());
+        .numbered(self.next_id.clone())
+        .with_frame(Duration::from_millis(cfg.serve.output_frame_ms));
         let mut call = start_call(
             CallParts {
                 engine,
@@ -644,7 +657,8 @@ impl Call {
     /// Say `text` straight onto the socket (the pipeline has stopped), in
     /// the call's voice (the offline voice when every vendor fails), as the
     /// player says every line: audio starts as soon as the voice sends
-    /// some, one 20 ms frame per 20 ms (`serve.output_lead_ms` ahead), a
+    /// some, one `serve.output_frame_ms` frame at a time, in real time
+    /// (`serve.output_lead_ms` ahead), a
     /// mark every `twilio.mark_interval_ms` and at the end, all under an
     /// utterance id of its own. The socket is read meanwhile (echoes, the
     /// caller's hang-up, which stops the line), and afterwards until the
@@ -655,8 +669,9 @@ impl Call {
         ws_rx: &mut WsRx,
         reader: &mut StreamReader,
     ) -> Direct {
-        const FRAME: usize = 160; // 20 ms of 8 kHz µ-law
         let cfg = &self.app.cfg;
+        // 8 bytes of 8 kHz µ-law per millisecond.
+        let frame = cfg.serve.output_frame_ms.clamp(20, 100) as usize * 8;
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         self.direct.store(id, Ordering::Relaxed);
         let sid = &self.start.stream_sid;
@@ -677,7 +692,7 @@ impl Call {
         let mut sent_ms = 0u64;
         let mut caller_gone = false;
         loop {
-            let ready = audio.len() - pos >= FRAME || (synthesized && pos < audio.len());
+            let ready = audio.len() - pos >= frame || (synthesized && pos < audio.len());
             if synthesized && pos >= audio.len() {
                 break;
             }
@@ -707,7 +722,7 @@ impl Call {
                     synthesized = true;
                 }
                 _ = tokio::time::sleep_until(due), if ready => {
-                    let end = (pos + FRAME).min(audio.len());
+                    let end = (pos + frame).min(audio.len());
                     let chunk = &audio[pos..end];
                     pos = end;
                     let _ = self.out.unbounded_send(Outgoing::Text(media_message(sid, chunk)));

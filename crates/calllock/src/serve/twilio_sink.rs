@@ -1,8 +1,9 @@
 //! Agent audio onto a Twilio Media Streams socket.
 //!
-//! The pipeline's player hands each 20 ms frame of agent audio (8 kHz)
-//! to [`TwilioSink::play`] at real-time pace (a little ahead: the serve
-//! `output_lead_ms`). µ-law (Deepgram Aura's own audio) goes into one
+//! The pipeline's player hands each frame of agent audio (8 kHz; as long
+//! as the sink asks, [`TwilioSink::with_frame`]: the serve
+//! `output_frame_ms`, one `media` message each) to [`TwilioSink::play`] at
+//! real-time pace (a little ahead: the serve `output_lead_ms`). µ-law (Deepgram Aura's own audio) goes into one
 //! `media` message byte for byte; PCM16 (every other voice) is µ-law
 //! encoded first. Every `mark_interval_ms` of audio and at each utterance's
 //! end, sends a `mark` recorded in the [`MarkLedger`]. The socket's reader
@@ -97,6 +98,8 @@ pub struct TwilioSink {
     /// straight onto the socket after the pipeline stopped takes its id
     /// from here, so its marks never share an utterance's name.
     next_id: Arc<AtomicU64>,
+    /// Agent audio per `media` message.
+    frame: Duration,
 }
 
 impl TwilioSink {
@@ -108,7 +111,15 @@ impl TwilioSink {
             sent_ms: Arc::default(),
             recording: None,
             next_id: Arc::default(),
+            frame: voice::stages::output::DEFAULT_FRAME,
         }
+    }
+
+    /// Send `frame` of audio per `media` message (the serve
+    /// `output_frame_ms`; 20 ms unless set).
+    pub fn with_frame(mut self, frame: Duration) -> Self {
+        self.frame = frame;
+        self
     }
 
     /// Count the utterance ids played into `next_id` (one more than the
@@ -148,6 +159,10 @@ fn ulaw_of(audio: &Audio) -> Vec<u8> {
 }
 
 impl AudioSink for TwilioSink {
+    fn frame(&self) -> Duration {
+        self.frame
+    }
+
     fn play(&mut self, audio: &Audio, id: UtteranceId, _epoch: Epoch) {
         let ulaw = ulaw_of(audio);
         if ulaw.is_empty() {

@@ -2,11 +2,12 @@
 //!
 //! [`OutputStage`] hands agent audio into a small bounded queue (the
 //! pipeline's tail). The [`Player`] takes it from there at real-time pace —
-//! one frame (20 ms) per tick — into an [`AudioSink`] (the Twilio socket,
-//! the console, the test harness's ear). The queue bounds how much audio
-//! waits ahead of playback (backpressure in time: its capacity in frames
-//! times the frame length, about 0.5 s), so a barge-in has little to throw
-//! away.
+//! one frame per tick, as long as the sink asks ([`AudioSink::frame`]:
+//! 20 ms unless it says otherwise; the Twilio socket takes 40 ms) — into an
+//! [`AudioSink`] (the Twilio socket, the console, the test harness's ear).
+//! The queue bounds how much audio waits ahead of playback (backpressure:
+//! it holds [`OUTPUT_QUEUE_FRAMES`] of the voice's chunks), so a barge-in
+//! has little to throw away.
 //!
 //! On a barge-in the player drops every stale frame still queued, tells the
 //! sink to clear what the far end buffered (Twilio `clear`), and reports
@@ -43,8 +44,18 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::time::Instant;
 
+/// How much audio a sink takes at a time unless it says otherwise.
+pub const DEFAULT_FRAME: Duration = Duration::from_millis(20);
+
 /// Where agent audio goes.
 pub trait AudioSink: Send + 'static {
+    /// How much audio goes to [`AudioSink::play`] at a time (at most: a
+    /// chunk of the voice's audio may end sooner). Each frame is one
+    /// message on a socket: longer frames cost fewer writes, shorter ones
+    /// let the player react sooner. Asked once, when the player starts.
+    fn frame(&self) -> Duration {
+        DEFAULT_FRAME
+    }
     /// Send one frame of agent audio to the caller: PCM16, or µ-law when
     /// the voice gave µ-law at the output rate (Deepgram Aura) — passed on
     /// as the voice made it, so a µ-law line (Twilio) sends those bytes
@@ -153,12 +164,12 @@ impl<S: AudioSink> Player<S> {
         floor: Arc<Floor>,
     ) -> Self {
         Player {
+            frame: sink.frame().max(Duration::from_millis(1)),
             sink,
             rx,
             up,
             scope,
             floor,
-            frame: Duration::from_millis(20),
             cur: None,
             playing: None,
             parked: None,
@@ -481,6 +492,75 @@ mod tests {
         let sum = stats.summary();
         assert_eq!(sum.frames, 75);
         assert_eq!(sum.late_20ms, 0, "the lead is not lateness: {sum:?}");
+    }
+
+    /// A far end that takes `frame` at a time and notes when each came.
+    struct Timed {
+        frame: Duration,
+        got: Arc<std::sync::Mutex<Vec<(Instant, Duration)>>>,
+    }
+
+    impl AudioSink for Timed {
+        fn frame(&self) -> Duration {
+            self.frame
+        }
+        fn play(&mut self, audio: &Audio, _: UtteranceId, _: Epoch) {
+            self.got
+                .lock()
+                .unwrap()
+                .push((Instant::now(), audio.duration()));
+        }
+        fn clear(&mut self) {}
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_sink_says_how_much_audio_goes_at_a_time() {
+        for ms in [20u64, 40, 100] {
+            let frame = Duration::from_millis(ms);
+            let got = Arc::default();
+            let (tx, rx) = inbox(200);
+            let (up_tx, _up_rx) = inbox(200);
+            let scope = Arc::new(CallScope::new());
+            let sink = Timed {
+                frame,
+                got: Arc::clone(&got),
+            };
+            let player = Player::new(
+                sink,
+                rx,
+                up_tx.control_handle(),
+                scope.clone(),
+                Arc::new(Floor::default()),
+            );
+            // 1 s of audio in one chunk, and 30 ms more in another.
+            for (id, len) in [(1, 1000), (1, 30)] {
+                let audio = Audio::pcm16(vec![0u8; 16 * len], 8000);
+                tx.try_send(Frame::data(0, Data::OutputAudio { id, audio }))
+                    .unwrap();
+            }
+            let t0 = Instant::now();
+            let run = tokio::spawn(player.run());
+            tokio::time::sleep(Duration::from_millis(1500)).await;
+            scope.cancel();
+            run.await.unwrap();
+            let got = got.lock().unwrap();
+            // Each chunk in frames of `ms`, the last of it what is left.
+            let mut want = Vec::new();
+            for mut left in [1000, 30] {
+                while left > 0 {
+                    want.push(Duration::from_millis(left.min(ms)));
+                    left -= left.min(ms);
+                }
+            }
+            let sizes: Vec<Duration> = got.iter().map(|g| g.1).collect();
+            assert_eq!(sizes, want, "{ms} ms frames");
+            // Each frame goes when the ones before it have played.
+            let mut due = t0;
+            for (i, (at, d)) in got.iter().enumerate() {
+                assert_eq!(*at, due, "frame {i} of {ms} ms");
+                due += *d;
+            }
+        }
     }
 
     /// A far end whose confirmations the test gives: how much of any
