@@ -74,7 +74,8 @@
 //!
 //! `--postgres` puts a single server on a fresh PostgreSQL database too
 //! (default: SQLite in a temporary folder). `--playout-threads N` sets the
-//! servers' `serve.playout_threads`.
+//! servers' `serve.playout_threads`; `--output-frame-ms N` their
+//! `serve.output_frame_ms` (agent audio per `media` message).
 //!
 //! To profile the server, start it yourself (under `heaptrack`, `perf`…)
 //! and point the load at it: `-- --url http://127.0.0.1:8765 --pid PID`
@@ -136,6 +137,8 @@ struct Args {
     instances: usize,
     /// The servers' `serve.playout_threads` (None: their default).
     playout_threads: Option<usize>,
+    /// The servers' `serve.output_frame_ms` (None: their default).
+    output_frame_ms: Option<u64>,
     /// One server on PostgreSQL (`--instances` always is).
     postgres: bool,
 }
@@ -154,6 +157,7 @@ fn args() -> Args {
         llm_hang: 0.0,
         instances: 1,
         playout_threads: None,
+        output_frame_ms: None,
         postgres: false,
     };
     let v: Vec<String> = std::env::args().collect();
@@ -171,6 +175,9 @@ fn args() -> Args {
             "--tts-stall" => a.tts_stall = next.parse().expect("--tts-stall PCT"),
             "--llm-hang" => a.llm_hang = next.parse().expect("--llm-hang PCT"),
             "--instances" => a.instances = next.parse().expect("--instances N"),
+            "--output-frame-ms" => {
+                a.output_frame_ms = Some(next.parse().expect("--output-frame-ms N"))
+            }
             "--playout-threads" => {
                 a.playout_threads = Some(next.parse().expect("--playout-threads N"))
             }
@@ -360,6 +367,9 @@ fn start_server(
     let mut toml = format!("[serve]\nport = 0\nmax_calls = {}\n", calls + 100);
     if let Some(n) = a.playout_threads {
         toml.push_str(&format!("playout_threads = {n}\n"));
+    }
+    if let Some(ms) = a.output_frame_ms {
+        toml.push_str(&format!("output_frame_ms = {ms}\n"));
     }
     if let Some(v) = vendors {
         toml.push_str(&format!(
