@@ -897,7 +897,10 @@ mod tests {
                 ..ServeSection::default()
             };
             let p = serve::problems(&s, &twilio).join("; ");
-            assert!(p.contains(&format!("serve.output_frame_ms = {ms} must be")), "{ms}: {p}");
+            assert!(
+                p.contains(&format!("serve.output_frame_ms = {ms} must be")),
+                "{ms}: {p}"
+            );
         }
         for ms in [20, 40, 60, 80, 100] {
             let s = ServeSection {

@@ -216,7 +216,7 @@ pub(super) fn problems(serve: &ServeSection, twilio: &TwilioSection) -> Vec<Stri
         ));
     }
     let f = serve.output_frame_ms;
-    if !(20..=100).contains(&f) || f % 20 != 0 {
+    if !(20..=100).contains(&f) || !f.is_multiple_of(20) {
         out.push(format!(
             "serve.output_frame_ms = {f} must be 20, 40, 60, 80 or 100 (whole 20 ms frames)"
         ));

@@ -47,8 +47,11 @@ use std::sync::mpsc::{sync_channel, SyncSender};
 use std::sync::Arc;
 use std::time::Duration;
 
-/// Messages the writer's queue holds (about 200 calls' half seconds).
-const QUEUE: usize = 512;
+/// Messages the writer's queue holds. Each live call sends about four a
+/// second (two sides, half a second each); the writer empties the queue
+/// every [`writer::PAUSE`] (50 ms), so this is room for some 40,000 calls'
+/// pauses, or a disk that stalls for two seconds under 1,000 calls.
+const QUEUE: usize = 8192;
 
 /// The process's recorder: where recordings go and the writer thread.
 #[derive(Clone)]

@@ -28,6 +28,11 @@ const ORPHAN_AGE: Duration = Duration::from_secs(120);
 const PART_AGE: Duration = Duration::from_secs(3600);
 /// µ-law silence.
 const SILENCE: u8 = 0xFF;
+/// After the writer has written what was queued, it sleeps this long
+/// before it looks again: at most this many milliseconds of every call's
+/// batches wait in the queue (sized for it, [`super::QUEUE`]), and the
+/// thread wakes at most twenty times a second, however many calls.
+pub(super) const PAUSE: Duration = Duration::from_millis(50);
 
 pub(super) struct Writer {
     dir: PathBuf,
@@ -56,7 +61,17 @@ impl Writer {
         let mut next_sweep = Instant::now() + SWEEP_EVERY;
         loop {
             match rx.recv_timeout(next_sweep.saturating_duration_since(Instant::now())) {
-                Ok(msg) => self.handle(msg),
+                Ok(msg) => {
+                    self.handle(msg);
+                    while let Ok(msg) = rx.try_recv() {
+                        self.handle(msg);
+                    }
+                    // Let the queue fill a while: a thread blocked in
+                    // `recv` is woken (a system call on the sender's side,
+                    // a context switch here) for every message, and a
+                    // thousand calls send four thousand a second.
+                    std::thread::sleep(PAUSE);
+                }
                 Err(RecvTimeoutError::Timeout) => {}
                 Err(RecvTimeoutError::Disconnected) => return,
             }
