@@ -4,7 +4,7 @@
 //! The server is the release binary in its own process (`calllock serve`,
 //! offline: the scripted responder paced like a model, the offline speech
 //! codec). This process is the telephone network: K phones of `calllock
-//! dial` (Twilio JSON + base64 µ-law, 20 ms frames, marks echoed at
+//! dial` (Twilio JSON + base64 µ-law, 20 ms frames from the caller, marks echoed at
 //! playback) that say one line of a booking call every few seconds.
 //! Everything a call does runs: µ-law decode, VAD, STT, turn-taking, the
 //! engine, tools and journal, LLM stage, sentence aggregation, TTS,
@@ -14,7 +14,7 @@
 //! the idle baseline per *live* call (mid-run, when every call is live, and
 //! at the end, when the first calls have ended: their post-call work and
 //! the memory glibc keeps after it count there); outbound pacing jitter as the server
-//! measures it (how late each 20 ms frame left against its schedule, from
+//! measures it (how late each frame, 40 ms by default, left against its schedule, from
 //! `/health?verbose=1`) and as the phones saw it (how late each message
 //! arrived against a steady schedule — this includes the load generator's
 //! own scheduling delays, since it shares the cores; the server sends

@@ -626,8 +626,10 @@ async fn the_apology_after_a_refused_key_is_paced_marked_and_counted_in_the_dura
         "{:?}",
         line.marks
     );
-    // The apology is marked as it plays (every 200 ms of audio), not once.
-    let interval = s.cfg.twilio.mark_interval_ms;
+    // The apology is marked as it plays (every 200 ms of audio, rounded up
+    // to whole frames: a mark goes between two messages), not once.
+    let frame_ms = s.cfg.serve.output_frame_ms;
+    let interval = s.cfg.twilio.mark_interval_ms.div_ceil(frame_ms) * frame_ms;
     let apology_marks = parts.len() - first_of_apology;
     assert!(total_ms > 1000, "the apology is {total_ms} ms long");
     assert_eq!(

@@ -827,7 +827,7 @@ sign_in_attempts_global = 30 # sign-in attempts per window from everyone togethe
 account_sid = ""
 auth_token = ""              # set: every request must carry a valid X-Twilio-Signature
 api_url = "https://api.twilio.com"
-mark_interval_ms = 200       # what the caller heard is known to this precision
+mark_interval_ms = 200       # what the caller heard is known to this precision (whole output frames)
 hangup_wait_s = 5.0          # wait for the goodbye to finish playing, at most
 
 # Deepgram live speech-to-text: set api_key to hear callers through it

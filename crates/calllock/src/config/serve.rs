@@ -36,8 +36,8 @@ pub struct ServeSection {
     /// 20 ms frames, 20 to 100. Pipecat sends 40 ms; very small messages
     /// made audible jitter in OpenAI's Twilio sample; each message is a
     /// socket write, so longer ones cost less CPU per call. A barge-in
-    /// still clears at once (`clear`); the player reacts a frame later at
-    /// most.
+    /// still stops the audio at once (`clear`); marks go between frames,
+    /// so `twilio.mark_interval_ms` rounds up to whole frames.
     pub output_frame_ms: u64,
     /// Threads that pace agent audio (env `CALLLOCK_PLAYOUT_THREADS`); each
     /// call is pinned to one. 0: half the cores, at least one. One thread
@@ -106,7 +106,8 @@ pub struct TwilioSection {
     /// The REST API base (env `CALLLOCK_TWILIO_API_URL`).
     pub api_url: String,
     /// A mark every this much agent audio (what the caller heard is known
-    /// to this precision).
+    /// to this precision), rounded up to whole `serve.output_frame_ms`
+    /// frames (a mark goes between two `media` messages).
     pub mark_interval_ms: u64,
     /// How long a hang-up waits for the goodbye's last mark echo.
     pub hangup_wait_s: f64,

@@ -437,7 +437,7 @@ async fn run(
     let mut caller: VecDeque<Vec<u8>> = VecDeque::new();
     let mut playout: VecDeque<Item> = VecDeque::new();
     let mut playing = false;
-    // (first arrival of the stretch, ms of audio in it before this message, last arrival)
+    // (first arrival of the stretch, µs of audio in it before this message, last arrival)
     let mut stretch: Option<(Instant, u64, Instant)> = None;
     let mut caller_done_at: Option<Instant> = None;
     // The turn answering the last caller line, measured in playback time.
@@ -573,19 +573,19 @@ async fn run(
                                 if let Some(t) = caller_done_at.take() {
                                     log.reply_latencies.push(now - t);
                                 }
-                                // 8 µ-law bytes per millisecond of audio.
-                                let ms = bytes.len() as u64 / 8;
+                                // 125 µs per 8 kHz µ-law byte.
+                                let us = bytes.len() as u64 * 125;
                                 stretch = match stretch {
                                     Some((first, before, last))
                                         if now - last < Duration::from_millis(200) =>
                                     {
-                                        let due = first + Duration::from_millis(before);
+                                        let due = first + Duration::from_micros(before);
                                         log.media_lateness.push(now.saturating_duration_since(due));
-                                        Some((first, before + ms, now))
+                                        Some((first, before + us, now))
                                     }
                                     _ => {
                                         log.media_lateness.push(Duration::ZERO);
-                                        Some((now, ms, now))
+                                        Some((now, us, now))
                                     }
                                 };
                                 log.agent_audio_ms += bytes.len() as u64 / 8;

@@ -47,12 +47,6 @@ use std::sync::mpsc::{sync_channel, SyncSender};
 use std::sync::Arc;
 use std::time::Duration;
 
-/// Messages the writer's queue holds. Each live call sends about four a
-/// second (two sides, half a second each); the writer empties the queue
-/// every [`writer::PAUSE`] (50 ms), so this is room for some 40,000 calls'
-/// pauses, or a disk that stalls for two seconds under 1,000 calls.
-const QUEUE: usize = 8192;
-
 /// The process's recorder: where recordings go and the writer thread.
 #[derive(Clone)]
 pub struct Recorder {
@@ -87,7 +81,7 @@ impl Recorder {
     pub fn start_in(dir: PathBuf, keep: Option<Duration>) -> Result<Recorder> {
         std::fs::create_dir_all(&dir)
             .with_context(|| format!("cannot create the recordings folder {}", dir.display()))?;
-        let (tx, rx) = sync_channel(QUEUE);
+        let (tx, rx) = sync_channel(writer::QUEUE);
         let w = writer::Writer::new(dir.clone(), keep);
         std::thread::Builder::new()
             .name("calllock-recorder".into())

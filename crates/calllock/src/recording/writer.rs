@@ -30,9 +30,15 @@ const PART_AGE: Duration = Duration::from_secs(3600);
 const SILENCE: u8 = 0xFF;
 /// After the writer has written what was queued, it sleeps this long
 /// before it looks again: at most this many milliseconds of every call's
-/// batches wait in the queue (sized for it, [`super::QUEUE`]), and the
+/// batches wait in the queue (sized for it, [`QUEUE`]), and the
 /// thread wakes at most twenty times a second, however many calls.
 pub(super) const PAUSE: Duration = Duration::from_millis(50);
+/// Messages the writer's queue holds. Each live call sends about four a
+/// second (two sides, half a second each); the writer empties the queue
+/// every [`PAUSE`] (50 ms), so this is room for some 10,000
+/// calls' pauses, or a disk that stalls for half a second under 1,000
+/// calls (full, about 8 MiB of audio waits).
+pub(super) const QUEUE: usize = 2048;
 
 pub(super) struct Writer {
     dir: PathBuf,
@@ -63,7 +69,9 @@ impl Writer {
             match rx.recv_timeout(next_sweep.saturating_duration_since(Instant::now())) {
                 Ok(msg) => {
                     self.handle(msg);
-                    while let Ok(msg) = rx.try_recv() {
+                    // At most a queue's worth: the sweep gets its turn
+                    // even when the queue never empties.
+                    for msg in rx.try_iter().take(QUEUE) {
                         self.handle(msg);
                     }
                     // Let the queue fill a while: a thread blocked in

@@ -145,7 +145,7 @@ pub(crate) async fn health_report(app: &App) -> serde_json::Value {
         "live_calls": app.calls.live(),
         "max_calls": app.calls.max(),
         "tasks": tokio::runtime::Handle::current().metrics().num_alive_tasks(),
-        // How late agent audio frames left, against their 20 ms schedule,
+        // How late agent audio frames left, against their real-time schedule,
         // over every call since start (bucket bounds, ms).
         "pacing": {
             "frames": pacing.frames,

@@ -1,6 +1,6 @@
 //! The playout threads: where every served call's agent audio is paced.
 //!
-//! A call's player wakes every 20 ms to hand the next frame to Twilio; the
+//! A call's player wakes every frame (40 ms) to hand the next to Twilio; the
 //! rest of a call (reading the caller's audio, turn detection, the
 //! conversation, speech) wakes about as often but at no fixed time. With a
 //! thousand calls on the same worker threads, a player's wake-up queues

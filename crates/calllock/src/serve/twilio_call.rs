@@ -309,7 +309,7 @@ impl Call {
         )
         .recorded(self.recording.clone())
         .numbered(self.next_id.clone())
-        .with_frame(Duration::from_millis(cfg.serve.output_frame_ms));
+        .with_frame(cfg.serve.output_frame_ms);
         let mut call = start_call(
             CallParts {
                 engine,
@@ -671,7 +671,8 @@ impl Call {
     ) -> Direct {
         let cfg = &self.app.cfg;
         // 8 bytes of 8 kHz µ-law per millisecond.
-        let frame = cfg.serve.output_frame_ms.clamp(20, 100) as usize * 8;
+        let frame =
+            super::twilio_sink::output_frame(cfg.serve.output_frame_ms).as_millis() as usize * 8;
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         self.direct.store(id, Ordering::Relaxed);
         let sid = &self.start.stream_sid;

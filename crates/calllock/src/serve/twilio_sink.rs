@@ -1,9 +1,9 @@
 //! Agent audio onto a Twilio Media Streams socket.
 //!
-//! The pipeline's player hands each frame of agent audio (8 kHz; as long
-//! as the sink asks, [`TwilioSink::with_frame`]: the serve
-//! `output_frame_ms`, one `media` message each) to [`TwilioSink::play`] at
-//! real-time pace (a little ahead: the serve `output_lead_ms`). µ-law (Deepgram Aura's own audio) goes into one
+//! The pipeline's player hands each frame of agent audio (8 kHz; as
+//! long as the sink asks, [`TwilioSink::with_frame`]: the serve
+//! `output_frame_ms`, one `media` message each) to [`TwilioSink::play`]
+//! at real-time pace (a little ahead: the serve `output_lead_ms`). µ-law (Deepgram Aura's own audio) goes into one
 //! `media` message byte for byte; PCM16 (every other voice) is µ-law
 //! encoded first. Every `mark_interval_ms` of audio and at each utterance's
 //! end, sends a `mark` recorded in the [`MarkLedger`]. The socket's reader
@@ -115,10 +115,10 @@ impl TwilioSink {
         }
     }
 
-    /// Send `frame` of audio per `media` message (the serve
-    /// `output_frame_ms`; 20 ms unless set).
-    pub fn with_frame(mut self, frame: Duration) -> Self {
-        self.frame = frame;
+    /// Send `frame_ms` of audio per `media` message (the serve
+    /// `output_frame_ms`; 20 ms unless set), as [`output_frame`] reads it.
+    pub fn with_frame(mut self, frame_ms: u64) -> Self {
+        self.frame = output_frame(frame_ms);
         self
     }
 
@@ -148,6 +148,13 @@ impl TwilioSink {
             self.send(mark_message(&self.stream_sid, &m.name));
         }
     }
+}
+
+/// Agent audio per `media` message for the serve `output_frame_ms`: whole
+/// 20 ms frames from 20 to 100 ms (the configuration is checked for that
+/// when it loads; one built in code is held to it here).
+pub fn output_frame(ms: u64) -> Duration {
+    Duration::from_millis(ms.clamp(20, 100) / 20 * 20)
 }
 
 /// µ-law bytes of a frame of agent audio (PCM16 is encoded; µ-law passes).
@@ -221,6 +228,22 @@ mod tests {
             out.push(v["event"].as_str().unwrap().to_string());
         }
         out
+    }
+
+    #[test]
+    fn an_output_frame_is_whole_20_ms_frames_from_20_to_100() {
+        let ms = |v| output_frame(v).as_millis();
+        assert_eq!(
+            [ms(0), ms(20), ms(40), ms(45), ms(100), ms(1000)],
+            [20, 20, 40, 40, 100, 100]
+        );
+        // The sink's media messages carry that much audio each.
+        let (tx, mut rx) = futures_channel::mpsc::unbounded();
+        let ledger = Arc::new(Mutex::new(MarkLedger::new(200)));
+        let mut sink = TwilioSink::new(tx, "MZ1".into(), ledger).with_frame(0);
+        assert_eq!(sink.frame(), Duration::from_millis(20));
+        sink.play(&Audio::mulaw(vec![0xFF; 160], 8000), 1, 0);
+        assert!(matches!(rx.try_recv(), Ok(Outgoing::Text(t)) if t.contains("\"media\"")));
     }
 
     #[test]

@@ -101,7 +101,7 @@ impl Stage for OutputStage {
     }
 }
 
-/// Frames of agent audio the output queue holds: 25 × 20 ms = 0.5 s.
+/// Frames of agent audio (the voice's chunks) the output queue holds.
 pub const OUTPUT_QUEUE_FRAMES: usize = 25;
 
 /// How long past the end of an utterance's audio (at the far end) the
