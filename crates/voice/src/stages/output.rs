@@ -428,6 +428,22 @@ mod tests {
     use super::*;
     use crate::inbox::inbox;
 
+    /// A player into `sink` from `rx`, reporting upstream into `up`.
+    fn player<S: AudioSink>(
+        sink: S,
+        rx: Receiver,
+        up: &crate::inbox::Sender,
+        scope: &Arc<CallScope>,
+    ) -> Player<S> {
+        Player::new(
+            sink,
+            rx,
+            up.control_handle(),
+            scope.clone(),
+            Arc::new(Floor::default()),
+        )
+    }
+
     /// A far end that confirms only `confirmed` of any utterance.
     struct Lagging {
         confirmed: Duration,
@@ -453,15 +469,9 @@ mod tests {
             confirmed,
             frames: 0,
         };
-        let player = Player::new(
-            sink,
-            rx,
-            up_tx.control_handle(),
-            scope.clone(),
-            Arc::new(Floor::default()),
-        )
-        .with_lead(Duration::from_millis(100))
-        .with_pacing(pacing);
+        let player = player(sink, rx, &up_tx, &scope)
+            .with_lead(Duration::from_millis(100))
+            .with_pacing(pacing);
         let audio = Audio::pcm16(vec![0u8; 8000 * 2 * 3 / 2], 8000);
         tx.try_send(Frame::data(0, Data::OutputAudio { id: 7, audio }))
             .unwrap();
@@ -525,13 +535,7 @@ mod tests {
                 frame,
                 got: Arc::clone(&got),
             };
-            let player = Player::new(
-                sink,
-                rx,
-                up_tx.control_handle(),
-                scope.clone(),
-                Arc::new(Floor::default()),
-            );
+            let player = player(sink, rx, &up_tx, &scope);
             // 1 s of audio in one chunk, and 30 ms more in another.
             for (id, len) in [(1, 1000), (1, 30)] {
                 let audio = Audio::pcm16(vec![0u8; 16 * len], 8000);
@@ -594,14 +598,7 @@ mod tests {
         let (up_tx, up_rx) = inbox(200);
         let scope = Arc::new(CallScope::new());
         let sink = Confirming::default();
-        let player = Player::new(
-            sink.clone(),
-            rx,
-            up_tx.control_handle(),
-            scope.clone(),
-            Arc::new(Floor::default()),
-        )
-        .with_lead(Duration::from_millis(100));
+        let player = player(sink.clone(), rx, &up_tx, &scope).with_lead(Duration::from_millis(100));
         for &(id, ms) in ms {
             let audio = Audio::pcm16(vec![0u8; 16 * ms as usize], 8000);
             tx.try_send(Frame::data(0, Data::OutputAudio { id, audio }))
