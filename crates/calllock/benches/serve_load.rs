@@ -14,7 +14,8 @@
 //! the idle baseline per *live* call (mid-run, when every call is live, and
 //! at the end, when the first calls have ended: their post-call work and
 //! the memory glibc keeps after it count there); outbound pacing jitter as the server
-//! measures it (how late each frame, 40 ms by default, left against its schedule, from
+//! measures it (how late each frame, 40 ms by default, left against its
+//! schedule, from
 //! `/health?verbose=1`) and as the phones saw it (how late each message
 //! arrived against a steady schedule — this includes the load generator's
 //! own scheduling delays, since it shares the cores; the server sends

@@ -1,7 +1,8 @@
 //! How late the player hands frames to the far end: outbound pacing jitter.
 //!
 //! The [`Player`](crate::stages::output::Player) sends one frame per tick
-//! (as long as its sink asks: 40 ms on Twilio). Under load a tick can fire late; the far end (Twilio's playout
+//! (as long as its sink asks: 40 ms on Twilio). Under load a tick can
+//! fire late; the far end (Twilio's playout
 //! buffer) absorbs lateness up to the player's lead, beyond that the caller
 //! hears a gap. [`PacingStats`] counts every frame's lateness — the time it
 //! was sent minus the time it was due — in a fixed set of buckets, with

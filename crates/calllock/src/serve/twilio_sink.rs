@@ -3,8 +3,9 @@
 //! The pipeline's player hands each frame of agent audio (8 kHz; as
 //! long as the sink asks, [`TwilioSink::with_frame`]: the serve
 //! `output_frame_ms`, one `media` message each) to [`TwilioSink::play`]
-//! at real-time pace (a little ahead: the serve `output_lead_ms`). µ-law (Deepgram Aura's own audio) goes into one
-//! `media` message byte for byte; PCM16 (every other voice) is µ-law
+//! at real-time pace (a little ahead: the serve `output_lead_ms`).
+//! µ-law (Deepgram Aura's own audio) goes into one `media` message byte
+//! for byte; PCM16 (every other voice) is µ-law
 //! encoded first. Every `mark_interval_ms` of audio and at each utterance's
 //! end, sends a `mark` recorded in the [`MarkLedger`]. The socket's reader
 //! feeds Twilio's echoes back into the same ledger, so what the caller
@@ -237,13 +238,10 @@ mod tests {
             [ms(0), ms(20), ms(40), ms(45), ms(100), ms(1000)],
             [20, 20, 40, 40, 100, 100]
         );
-        // The sink's media messages carry that much audio each.
-        let (tx, mut rx) = futures_channel::mpsc::unbounded();
-        let ledger = Arc::new(Mutex::new(MarkLedger::new(200)));
-        let mut sink = TwilioSink::new(tx, "MZ1".into(), ledger).with_frame(0);
-        assert_eq!(sink.frame(), Duration::from_millis(20));
-        sink.play(&Audio::mulaw(vec![0xFF; 160], 8000), 1, 0);
-        assert!(matches!(rx.try_recv(), Ok(Outgoing::Text(t)) if t.contains("\"media\"")));
+        // The sink asks the player for that much at a time.
+        let frame_of = |v| sink().0.with_frame(v).frame().as_millis();
+        assert_eq!([frame_of(0), frame_of(60), frame_of(1000)], [20, 60, 100]);
+        assert_eq!(sink().0.frame().as_millis(), 20, "unless set");
     }
 
     #[test]
