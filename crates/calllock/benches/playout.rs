@@ -6,7 +6,8 @@
 //!
 //! What runs on the playout thread is exactly what runs there in `calllock
 //! serve`: each call's player ([`voice::stages::output::Player`], paced
-//! 20 ms frames with the server's 100 ms lead), its [`TwilioSink`] (PCM16 →
+//! frames of `serve.output_frame_ms` — 40 ms by default, as the server —
+//! with the server's 100 ms lead), its [`TwilioSink`] (PCM16 →
 //! µ-law → base64 JSON `media` messages, a `mark` every 200 ms) and its
 //! socket writer ([`write_loop`], a real axum WebSocket on loopback). The
 //! agent's audio is fed to each player as a voice would (queued ahead,
@@ -19,6 +20,9 @@
 //! ```sh
 //! cargo bench -p calllock --bench playout -- --calls 500,1000,2000,3000 --seconds 10
 //! ```
+//!
+//! `--output-frame-ms N` sets the agent audio per `media` message (20 to
+//! 100, whole 20 ms frames), for comparing message sizes on one build.
 //!
 //! The capacity is the largest K whose pacing p99 stays under 20 ms (in
 //! the bucket bounded by 20 ms or a lower one); the thread's busy share
@@ -44,12 +48,15 @@ use voice::stages::output::{Player, OUTPUT_QUEUE_FRAMES};
 struct Args {
     calls: Vec<usize>,
     seconds: u64,
+    /// Agent audio per `media` message (ms), as `serve.output_frame_ms`.
+    frame_ms: u64,
 }
 
 fn args() -> Args {
     let mut a = Args {
         calls: vec![500, 1000, 1500, 2000, 3000],
         seconds: 10,
+        frame_ms: calllock::config::ServeSection::default().output_frame_ms,
     };
     let v: Vec<String> = std::env::args().collect();
     let mut i = 1;
@@ -63,6 +70,7 @@ fn args() -> Args {
                     .collect()
             }
             "--seconds" => a.seconds = next.parse().expect("--seconds S"),
+            "--output-frame-ms" => a.frame_ms = next.parse().expect("--output-frame-ms N"),
             _ => {
                 i += 1;
                 continue;
@@ -78,6 +86,7 @@ struct Step {
     pool: &'static Playout,
     pacing: Arc<PacingStats>,
     scope: Arc<CallScope>,
+    frame_ms: u64,
 }
 
 /// The server side of one call: the player, sink and writer on the
@@ -88,7 +97,7 @@ async fn call(socket: axum::extract::ws::WebSocket, step: Arc<Step>) {
     let (out_tx, out_rx) = futures_channel::mpsc::unbounded();
     let writer = lane.handle().spawn(write_loop(ws_tx, out_rx));
     let ledger = Arc::new(Mutex::new(MarkLedger::new(200)));
-    let sink = TwilioSink::new(out_tx, "MZbench".into(), ledger);
+    let sink = TwilioSink::new(out_tx, "MZbench".into(), ledger).with_frame(step.frame_ms);
     let (tx, rx) = inbox(OUTPUT_QUEUE_FRAMES);
     let (up_tx, _up_rx) = inbox(64);
     let player = Player::new(
@@ -168,8 +177,9 @@ fn main() {
     });
     let phones = phones_rx.recv().unwrap();
     println!(
-        "playout: one playout thread; per step K calls of continuous agent audio for {} s",
-        a.seconds
+        "playout: one playout thread; per step K calls of continuous agent audio for {} s, {} ms per media message",
+        a.seconds,
+        calllock::serve::twilio_sink::output_frame(a.frame_ms).as_millis()
     );
     let mut capacity = 0;
     for &k in &a.calls {
@@ -177,6 +187,7 @@ fn main() {
             pool,
             pacing: Arc::default(),
             scope: Arc::new(CallScope::new()),
+            frame_ms: a.frame_ms,
         });
         let (addr, server) = rt.block_on(async {
             let app = axum::Router::new()

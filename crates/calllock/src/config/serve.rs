@@ -41,7 +41,7 @@ pub struct ServeSection {
     pub output_frame_ms: u64,
     /// Threads that pace agent audio (env `CALLLOCK_PLAYOUT_THREADS`); each
     /// call is pinned to one. 0: half the cores, at least one. One thread
-    /// carries about two thousand calls (`cargo bench --bench playout`).
+    /// carries about 1,500 calls (`cargo bench --bench playout`).
     pub playout_threads: u32,
     /// How the caller's speech is detected (turn-taking, barge-in):
     /// `"model"` (the earshot voice model: real voices), `"codec"` (the
