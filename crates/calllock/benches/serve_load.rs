@@ -766,10 +766,13 @@ async fn report_latency(store: &store::Store) {
         calls.len()
     );
     type Measure = fn(&calllock::call::latency::TurnLatency) -> Option<f64>;
-    let rows: [(&str, Measure); 6] = [
+    let rows: [(&str, Measure); 7] = [
         ("ours (total)", |t| t.ours_ms()),
         ("ours: stt final -> request", |t| t.ours_before_ms()),
         ("ours: first audio -> out", |t| t.ours_after_ms()),
+        ("behind earlier agent audio", |t| {
+            t.behind_earlier_audio_ms()
+        }),
         ("vendor: llm first token", |t| t.llm_ms()),
         ("vendor: tts first audio", |t| t.tts_ms()),
         ("first outbound audio", |t| t.first_outbound_ms),

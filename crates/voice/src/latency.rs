@@ -13,6 +13,7 @@
 //! | [`Milestone::TtsQueued`] | the TTS stage | the utterance's first sentence reaches it (it waits there while an earlier utterance is still being spoken) |
 //! | [`Milestone::TtsRequested`] | the TTS stage | the utterance's first sentence is sent to the voice |
 //! | [`Milestone::TtsFirstAudio`] | the TTS stage | the utterance's first audio arrives from the voice |
+//! | [`Milestone::PlayerFree`] | the [`Player`](crate::stages::output::Player) | the agent's earlier audio, which the utterance's first audio reached the player behind, is all sent (only when it did wait behind it) |
 //! | [`Milestone::FirstOutbound`] | the [`Player`](crate::stages::output::Player) | its first audio frame is handed to the sink (the wire) |
 //! | [`Milestone::FirstHeard`] | the transport, through a [`MilestoneReporter`] | the far end confirms it played the utterance's first audio |
 //!
@@ -22,8 +23,9 @@
 //! The differences between milestones are what a latency budget is made
 //! of: LLM requested → first token is the model's time, TTS requested →
 //! first audio the voice's, first audio → first outbound our own output
-//! path, first outbound → first heard the network and the far end's
-//! playout.
+//! path (less the wait until the player is free, when the agent was
+//! still saying something before it), first outbound → first heard the
+//! network and the far end's playout.
 //!
 //! ```
 //! use voice::latency::{Milestone, MilestoneReporter};
@@ -66,6 +68,14 @@ pub enum Milestone {
     TtsRequested,
     /// The TTS stage received the utterance's first audio.
     TtsFirstAudio,
+    /// The player would send the utterance's first frame now: the agent's
+    /// earlier audio, which it came behind in one stretch of speech, has
+    /// been sent (stamped with when its first frame is due, possibly
+    /// ahead of the report). Only when the utterance did wait behind
+    /// earlier audio: the agent never talks over itself, so until then
+    /// the caller hears the agent, and the wait is not the output path's
+    /// work.
+    PlayerFree,
     /// The player handed the utterance's first audio frame to its sink.
     FirstOutbound,
     /// The far end confirmed it played the utterance's first audio:

@@ -82,6 +82,12 @@ pub struct TurnLatency {
     pub tts_request_ms: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tts_first_audio_ms: Option<f64>,
+    /// The reply's first audio came behind the agent's earlier audio (one
+    /// stretch of speech: an earlier sentence, or "One moment.") and could
+    /// go out from here on, when that was all sent. Until then the caller
+    /// hears the agent: not our time. `None`: it did not wait.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub player_free_ms: Option<f64>,
     /// The first audio frame was handed to the phone's socket.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub first_outbound_ms: Option<f64>,
@@ -135,9 +141,25 @@ impl TurnLatency {
         Some(diff(self.request_ms(), self.stt_final_ms)? - self.waits_ms())
     }
 
-    /// Ours, after the voice: first TTS audio → first outbound frame.
+    /// Ours, after the voice: first TTS audio → first outbound frame,
+    /// less the wait behind the agent's earlier audio (counted from
+    /// `player_free_ms` when that is later).
     pub fn ours_after_ms(&self) -> Option<f64> {
-        diff(self.first_outbound_ms, self.tts_first_audio_ms)
+        let from = match (self.tts_first_audio_ms, self.player_free_ms) {
+            (Some(audio), Some(free)) => Some(audio.max(free)),
+            (audio, _) => audio,
+        };
+        diff(self.first_outbound_ms, from)
+    }
+
+    /// How long the reply's first audio waited behind the agent's earlier
+    /// audio (0 when it did not).
+    pub fn behind_earlier_audio_ms(&self) -> Option<f64> {
+        let audio = self.tts_first_audio_ms?;
+        Some(
+            self.player_free_ms
+                .map_or(0.0, |free| (free - audio).max(0.0)),
+        )
     }
 
     /// All our own time (both parts; `None` when either is unknown).
@@ -219,6 +241,11 @@ const ROWS: &[(&str, &str, Measure)] = &[
         Some(t.debounce_ms)
     }),
     ("policy waits", "first sentence", TurnLatency::sentence_ms),
+    (
+        "policy waits",
+        "behind the agent's earlier audio",
+        TurnLatency::behind_earlier_audio_ms,
+    ),
 ];
 
 /// p50 / p95 of one measure over the turns that have it.
@@ -415,6 +442,43 @@ mod tests {
             ..queued
         };
         assert_eq!(llm.ours_before_ms(), Some(2.0));
+    }
+
+    #[test]
+    fn a_reply_waiting_behind_the_agent_s_earlier_audio_is_not_our_time() {
+        // "One moment." still playing: the reply's first audio reached the
+        // player at 2310.5 ms and could go out from 2900 ms, when the
+        // filler's audio was all sent; it went out at 2902.
+        let behind = TurnLatency {
+            player_free_ms: Some(2900.0),
+            first_outbound_ms: Some(2902.0),
+            ..turn(1, None)
+        };
+        assert_eq!(behind.ours_after_ms(), Some(2.0));
+        assert_eq!(behind.behind_earlier_audio_ms(), Some(589.5));
+        assert_eq!(behind.ours_ms(), Some(2.5));
+        // The earlier audio was sent before the voice's first audio came
+        // back: the whole way from there is ours.
+        let early = TurnLatency {
+            player_free_ms: Some(2000.0),
+            first_outbound_ms: Some(2320.5),
+            ..turn(1, None)
+        };
+        assert_eq!(early.ours_after_ms(), Some(10.0));
+        assert_eq!(early.behind_earlier_audio_ms(), Some(0.0));
+        // No wait reported: as before.
+        let plain = turn(1, None);
+        assert_eq!(plain.ours_after_ms(), Some(0.5));
+        assert_eq!(plain.behind_earlier_audio_ms(), Some(0.0));
+        // The stored form keeps it, and a turn stored before it reads None.
+        let back: TurnLatency =
+            serde_json::from_value(serde_json::to_value(&behind).unwrap()).unwrap();
+        assert_eq!(back.player_free_ms, Some(2900.0));
+        let old: TurnLatency = serde_json::from_value(
+            json!({"turn": 1, "msg_id": 2, "reply": "llm", "anchor": "speech_end", "at": 0.0}),
+        )
+        .unwrap();
+        assert_eq!(old.player_free_ms, None);
     }
 
     #[test]

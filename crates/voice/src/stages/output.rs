@@ -27,7 +27,10 @@
 //! queued before it has been played.
 //!
 //! When an utterance's first frame goes to the sink, the player reports
-//! [`Milestone::FirstOutbound`] upstream (see [`crate::latency`]); a
+//! [`Milestone::FirstOutbound`] upstream (see [`crate::latency`]), and
+//! when that frame came behind the agent's earlier audio in one stretch
+//! of speech, [`Milestone::PlayerFree`]: when the earlier audio was all
+//! sent and its own first frame became due; a
 //! transport that learns when the far end *played* it reports
 //! [`Milestone::FirstHeard`] through a
 //! [`MilestoneReporter`](crate::latency::MilestoneReporter).
@@ -267,6 +270,14 @@ impl<S: AudioSink> Player<S> {
                         self.up(ControlFrame::UtteranceStarted { id });
                         self.playing = Some((id, Duration::ZERO));
                         self.reported = Duration::ZERO;
+                        // It continues a stretch of speech whose audio is
+                        // still being sent: its first frame is due when
+                        // that is done (the next tick).
+                        if self.speaking && self.next_tick > Instant::now() {
+                            let _ = self
+                                .up
+                                .push(Milestone::PlayerFree.frame(id, self.next_tick));
+                        }
                     }
                     if !self.speaking {
                         self.speaking = true;
@@ -565,6 +576,53 @@ mod tests {
                 due += *d;
             }
         }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_line_behind_the_agent_s_earlier_audio_says_when_the_player_is_free_for_it() {
+        let (tx, rx) = inbox(200);
+        let (up_tx, mut up_rx) = inbox(200);
+        let scope = Arc::new(CallScope::new());
+        let sink = Timed {
+            frame: DEFAULT_FRAME,
+            got: Arc::default(),
+        };
+        let player = player(sink, rx, &up_tx, &scope);
+        // Two lines queued at once: 300 ms, then 100 ms right behind it.
+        for (id, ms) in [(1, 300), (2, 100)] {
+            let audio = Audio::pcm16(vec![0u8; 16 * ms], 8000);
+            tx.try_send(Frame::data(0, Data::OutputAudio { id, audio }))
+                .unwrap();
+        }
+        let t0 = Instant::now();
+        let run = tokio::spawn(player.run());
+        // Long after both: a third line, said after a silence.
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        let t3 = Instant::now();
+        let audio = Audio::pcm16(vec![0u8; 16 * 100], 8000);
+        tx.try_send(Frame::data(0, Data::OutputAudio { id: 3, audio }))
+            .unwrap();
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        scope.cancel();
+        run.await.unwrap();
+        let mut got = Vec::new();
+        while let Some(f) = up_rx.try_recv() {
+            if let Frame::Control(ControlFrame::Milestone { id, milestone, at }) = f {
+                got.push((id, milestone, at));
+            }
+        }
+        let ms = |m| Duration::from_millis(m);
+        assert_eq!(
+            got,
+            [
+                (1, Milestone::FirstOutbound, t0),
+                // Line 2 waited behind line 1's 300 ms, then went at once.
+                (2, Milestone::PlayerFree, t0 + ms(300)),
+                (2, Milestone::FirstOutbound, t0 + ms(300)),
+                // Line 3 began a stretch of its own: it waited behind nothing.
+                (3, Milestone::FirstOutbound, t3),
+            ]
+        );
     }
 
     /// A far end whose confirmations the test gives: how much of any

@@ -56,7 +56,7 @@ impl Wait {
 }
 
 /// The milestones of a reply, in pipeline order.
-const MILESTONES: usize = 7;
+const MILESTONES: usize = 8;
 
 fn slot(m: Milestone) -> usize {
     match m {
@@ -67,6 +67,7 @@ fn slot(m: Milestone) -> usize {
         Milestone::FirstOutbound => 4,
         Milestone::FirstHeard { .. } => 5,
         Milestone::TtsQueued => 6,
+        Milestone::PlayerFree => 7,
     }
 }
 
@@ -325,6 +326,7 @@ impl TurnClocks {
             tts_queued_ms: off(6),
             tts_request_ms: off(2),
             tts_first_audio_ms: off(3),
+            player_free_ms: off(7),
             first_outbound_ms: off(4),
             first_heard_ms: off(5),
             heard_audio_ms: t.heard_audio_ms,
@@ -362,7 +364,9 @@ mod tests {
             (Milestone::LlmFirstToken, 4112),
             (Milestone::TtsRequested, 4200),
             (Milestone::TtsFirstAudio, 4350),
-            (Milestone::FirstOutbound, 4351),
+            // The agent's earlier audio ("One moment.") was sent at 4400.
+            (Milestone::PlayerFree, 4400),
+            (Milestone::FirstOutbound, 4401),
         ] {
             assert!(c.milestone(5, m, t0 + ms(at)).is_none());
         }
@@ -384,6 +388,8 @@ mod tests {
         assert_eq!(done.first_heard_ms, Some(2551.0));
         assert_eq!(done.heard_audio_ms, Some(100));
         assert_eq!(done.ours_before_ms(), Some(2.0));
+        assert_eq!(done.player_free_ms, Some(2400.0));
+        assert_eq!(done.ours_after_ms(), Some(1.0));
         assert!(c.finish().is_none(), "written once");
     }
 
