@@ -13,7 +13,7 @@
 //! | [`Milestone::TtsQueued`] | the TTS stage | the utterance's first sentence reaches it (it waits there while an earlier utterance is still being spoken) |
 //! | [`Milestone::TtsRequested`] | the TTS stage | the utterance's first sentence is sent to the voice |
 //! | [`Milestone::TtsFirstAudio`] | the TTS stage | the utterance's first audio arrives from the voice |
-//! | [`Milestone::PlayerFree`] | the [`Player`](crate::stages::output::Player) | the agent's earlier audio, which the utterance's first audio reached the player behind, is all sent (only when it did wait behind it) |
+//! | [`Milestone::PlayerFree`] | the [`Player`](crate::stages::output::Player) | the utterance's first frame is due, the agent's earlier audio in the same stretch of speech sent (only for an utterance that continues a stretch) |
 //! | [`Milestone::FirstOutbound`] | the [`Player`](crate::stages::output::Player) | its first audio frame is handed to the sink (the wire) |
 //! | [`Milestone::FirstHeard`] | the transport, through a [`MilestoneReporter`] | the far end confirms it played the utterance's first audio |
 //!
@@ -68,13 +68,13 @@ pub enum Milestone {
     TtsRequested,
     /// The TTS stage received the utterance's first audio.
     TtsFirstAudio,
-    /// The player would send the utterance's first frame now: the agent's
-    /// earlier audio, which it came behind in one stretch of speech, has
-    /// been sent (stamped with when its first frame is due, possibly
-    /// ahead of the report). Only when the utterance did wait behind
-    /// earlier audio: the agent never talks over itself, so until then
-    /// the caller hears the agent, and the wait is not the output path's
-    /// work.
+    /// The utterance's first frame is due: it continues a stretch of the
+    /// agent's speech, and the earlier audio of that stretch has been sent
+    /// (stamped with the frame's due time — ahead of the report, or
+    /// behind it when the earlier audio went out late or ended before
+    /// this utterance came). Only for an utterance that continues a
+    /// stretch. The agent never talks over itself, so while it waits the
+    /// caller hears the agent: not the output path's work.
     PlayerFree,
     /// The player handed the utterance's first audio frame to its sink.
     FirstOutbound,

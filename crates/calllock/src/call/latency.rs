@@ -19,9 +19,11 @@
 //! Each stage is a delta in milliseconds from the anchor, so the table
 //! reads as a timeline; the differences split a turn into **our own
 //! time** (STT final → request less the waits, first audio → first
-//! outbound), **vendors** (the model, the voice, the backend's tools, the
-//! phone network and playout) and **policy waits** (endpointing, the
-//! post-tool debounce, waiting for the first whole sentence).
+//! outbound less the wait behind the agent's earlier audio), **vendors**
+//! (the model, the voice, the backend's tools, the phone network and
+//! playout) and **policy waits** (endpointing, the post-tool debounce,
+//! waiting for the first whole sentence, the reply's first audio waiting
+//! while the agent's earlier audio is still being sent).
 
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -153,12 +155,13 @@ impl TurnLatency {
     }
 
     /// How long the reply's first audio waited behind the agent's earlier
-    /// audio (0 when it did not).
+    /// audio before it went out (0 when it did not, and for turns stored
+    /// before this was measured; `None` when it never went out).
     pub fn behind_earlier_audio_ms(&self) -> Option<f64> {
-        let audio = self.tts_first_audio_ms?;
+        let (audio, out) = (self.tts_first_audio_ms?, self.first_outbound_ms?);
         Some(
             self.player_free_ms
-                .map_or(0.0, |free| (free - audio).max(0.0)),
+                .map_or(0.0, |free| (free.min(out) - audio).max(0.0)),
         )
     }
 
@@ -243,7 +246,7 @@ const ROWS: &[(&str, &str, Measure)] = &[
     ("policy waits", "first sentence", TurnLatency::sentence_ms),
     (
         "policy waits",
-        "behind the agent's earlier audio",
+        "behind earlier audio",
         TurnLatency::behind_earlier_audio_ms,
     ),
 ];
@@ -466,6 +469,12 @@ mod tests {
         };
         assert_eq!(early.ours_after_ms(), Some(10.0));
         assert_eq!(early.behind_earlier_audio_ms(), Some(0.0));
+        // Cut before it went out: no wait is counted.
+        let cut = TurnLatency {
+            first_outbound_ms: None,
+            ..behind.clone()
+        };
+        assert_eq!(cut.behind_earlier_audio_ms(), None);
         // No wait reported: as before.
         let plain = turn(1, None);
         assert_eq!(plain.ours_after_ms(), Some(0.5));

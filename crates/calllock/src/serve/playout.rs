@@ -15,9 +15,10 @@
 //!
 //! One thread carries about 1,500 calls (40 ms `media` messages, on a
 //! 2-core cloud machine) before its frames leave late (`cargo bench -p
-//! calllock --bench playout` measures it on any machine), so the playout is a pool of single-thread runtimes
-//! ([`Playout`]), `serve.playout_threads` of them (default: half the
-//! cores, at least one). Each call is pinned to one of them for its whole
+//! calllock --bench playout` measures it on any machine), so the playout
+//! is a pool of single-thread runtimes ([`Playout`]),
+//! `serve.playout_threads` of them (default: half the cores, at least
+//! one). Each call is pinned to one of them for its whole
 //! life ([`Playout::assign`], the one carrying the fewest calls): its
 //! player and its socket writer share that thread, so a frame never
 //! crosses threads on its way to the socket, and each shard counts its

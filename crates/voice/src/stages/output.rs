@@ -28,9 +28,9 @@
 //!
 //! When an utterance's first frame goes to the sink, the player reports
 //! [`Milestone::FirstOutbound`] upstream (see [`crate::latency`]), and
-//! when that frame came behind the agent's earlier audio in one stretch
-//! of speech, [`Milestone::PlayerFree`]: when the earlier audio was all
-//! sent and its own first frame became due; a
+//! when the utterance continues a stretch of the agent's speech,
+//! [`Milestone::PlayerFree`]: when its first frame became due, the
+//! earlier audio sent; a
 //! transport that learns when the far end *played* it reports
 //! [`Milestone::FirstHeard`] through a
 //! [`MilestoneReporter`](crate::latency::MilestoneReporter).
@@ -270,10 +270,11 @@ impl<S: AudioSink> Player<S> {
                         self.up(ControlFrame::UtteranceStarted { id });
                         self.playing = Some((id, Duration::ZERO));
                         self.reported = Duration::ZERO;
-                        // It continues a stretch of speech whose audio is
-                        // still being sent: its first frame is due when
-                        // that is done (the next tick).
-                        if self.speaking && self.next_tick > Instant::now() {
+                        // It continues a stretch of speech: its first frame
+                        // is due when the earlier audio is sent (the next
+                        // tick; past already when that went late, or when
+                        // it came after the earlier audio's end).
+                        if self.speaking {
                             let _ = self
                                 .up
                                 .push(Milestone::PlayerFree.frame(id, self.next_tick));
