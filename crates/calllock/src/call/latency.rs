@@ -84,10 +84,11 @@ pub struct TurnLatency {
     pub tts_request_ms: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tts_first_audio_ms: Option<f64>,
-    /// The reply's first audio came behind the agent's earlier audio (one
-    /// stretch of speech: an earlier sentence, or "One moment.") and could
-    /// go out from here on, when that was all sent. Until then the caller
-    /// hears the agent: not our time. `None`: it did not wait.
+    /// The reply continued a stretch of the agent's speech (after an
+    /// earlier sentence, or "One moment.") and its first frame was due
+    /// here, the earlier audio sent. Before then the caller heard the
+    /// agent: not our time. `None`: the reply began a stretch of its own
+    /// (or the turn was stored before this was measured).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub player_free_ms: Option<f64>,
     /// The first audio frame was handed to the phone's socket.
@@ -147,10 +148,9 @@ impl TurnLatency {
     /// less the wait behind the agent's earlier audio (counted from
     /// `player_free_ms` when that is later).
     pub fn ours_after_ms(&self) -> Option<f64> {
-        let from = match (self.tts_first_audio_ms, self.player_free_ms) {
-            (Some(audio), Some(free)) => Some(audio.max(free)),
-            (audio, _) => audio,
-        };
+        let from = self
+            .tts_first_audio_ms
+            .map(|audio| self.player_free_ms.map_or(audio, |free| audio.max(free)));
         diff(self.first_outbound_ms, from)
     }
 
