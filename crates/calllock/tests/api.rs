@@ -183,7 +183,18 @@ async fn every_route_answers_per_the_document_after_a_call() {
         kinds.contains(&"agent") && kinds.contains(&"latency"),
         "{kinds:?}"
     );
-    for path in ["/api/calls/CA_missing", "/api/calls/CA_missing/events"] {
+    // Missing calls, and paths no route has: `/api/calls/..` reaches the
+    // server as `/api/` (the client resolves the dots), `/api/calls/.` as
+    // `/api/calls/`; each is a documented JSON 404, never an empty body.
+    for path in [
+        "/api/calls/CA_missing",
+        "/api/calls/CA_missing/events",
+        "/api",
+        "/api/",
+        "/api/calls/..",
+        "/api/calls/.",
+        "/api/nothing/here",
+    ] {
         let (status, body) = api.get(path).await;
         assert_eq!(status, 404, "{path}");
         check(&doc, "Error", &body);

@@ -43,10 +43,14 @@ pub(crate) fn router() -> axum::Router<Arc<App>> {
         .route("/api/outbox/{id}/retry", axum::routing::post(retry))
         .route("/api/session", get(session))
         .route("/api/openapi.json", get(openapi))
+        // The catch-all needs a non-empty rest: `/api` and `/api/` (also
+        // what a client makes of `/api/calls/..`) are named on their own.
+        .route("/api", axum::routing::any(no_route))
+        .route("/api/", axum::routing::any(no_route))
         .route("/api/{*rest}", axum::routing::any(no_route))
 }
 
-/// Any other `/api/…` path: a JSON 404 (after the token check).
+/// Any other `/api…` path: a JSON 404 (after the token check).
 async fn no_route(
     State(app): State<Arc<App>>,
     headers: HeaderMap,
