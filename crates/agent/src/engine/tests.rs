@@ -675,3 +675,74 @@ fn a_line_cut_off_before_its_first_word_is_no_reply_but_the_one_before_still_is(
     );
     assert!(!e.session().agent_has_responded);
 }
+
+/// After the terminal script, each thing the caller says gets a short
+/// follow-up; when that would be the line the agent just said, the
+/// caller hears a goodbye instead — never the same line twice in a row.
+#[test]
+fn a_terminal_follow_up_is_never_the_same_line_twice_in_a_row() {
+    let mut e = engine_in(State::Callback);
+    e.session_mut().callback_phone = "+15125550199".into();
+    // One caller turn, the LLM's reply when asked for one: what was said.
+    let turn = |e: &mut Engine, text: &str, at: f64| -> Vec<Effect> {
+        let mut fx = e.handle(
+            Input::Transcript {
+                text: text.into(),
+                is_final: true,
+            },
+            at,
+        );
+        let mut i = 0;
+        while i < fx.len() {
+            let answer = match &fx[i] {
+                Effect::ToLlm { reply, .. } => Some(Input::LlmReplied {
+                    msg_id: *reply,
+                    text: "Sure.".into(),
+                }),
+                Effect::CallTool(_) => Some(Input::ToolResult {
+                    result: serde_json::json!({"success": true, "callback_id": "cb_1"}),
+                }),
+                // The responder's one scoped reply: none (it timed out).
+                Effect::AskScopedReply { .. } => Some(Input::ScopedReply { text: None }),
+                _ => None,
+            };
+            if let Some(answer) = answer {
+                let more = e.handle(answer, at + 0.1);
+                fx.extend(more);
+            }
+            i += 1;
+        }
+        fx
+    };
+    let lines: Vec<String> = ["okay", "okay thanks", "alright", "sure"]
+        .iter()
+        .enumerate()
+        .map(|(i, text)| {
+            let fx = turn(&mut e, text, 1.0 + i as f64);
+            let said: Vec<&String> = fx
+                .iter()
+                .filter_map(|f| match f {
+                    Effect::Speak {
+                        canned: Canned::Terminal(State::Callback),
+                        text,
+                        ..
+                    } => Some(text),
+                    _ => None,
+                })
+                .collect();
+            assert_eq!(said.len(), 1, "{text:?}: {fx:?}");
+            said[0].clone()
+        })
+        .collect();
+    let company = &BusinessProfile::default().company_name;
+    // The script once, then the follow-up with the number given.
+    assert!(lines[0].contains("call you back"), "{lines:#?}");
+    assert!(lines[1].contains("512-555-0199"), "{lines:#?}");
+    // The same follow-up again would repeat the last line: a goodbye.
+    assert_eq!(lines[2], format!("Thanks for calling {company} — goodbye."));
+    // After the goodbye the follow-up is new again.
+    assert_eq!(lines[3], lines[1]);
+    for pair in lines.windows(2) {
+        assert_ne!(pair[0], pair[1], "{lines:#?}");
+    }
+}
