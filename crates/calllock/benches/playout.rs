@@ -5,7 +5,9 @@
 //! the other cores).
 //!
 //! What runs on the playout thread is exactly what runs there in `calllock
-//! serve`: each call's player ([`voice::stages::output::Player`], paced
+//! serve`: each call's resample and output stages (the telephone's last
+//! two, which hand the voice's audio to the player), its player
+//! ([`voice::stages::output::Player`], paced
 //! frames of `serve.output_frame_ms` — 40 ms by default, as the server —
 //! with the server's 100 ms lead), its [`TwilioSink`] (PCM16 →
 //! µ-law → base64 JSON `media` messages, a `mark` every 200 ms) and its
@@ -40,10 +42,11 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use voice::floor::Floor;
 use voice::frames::{Audio, Data, Frame};
-use voice::inbox::inbox;
 use voice::pacing::PacingStats;
 use voice::scope::CallScope;
-use voice::stages::output::{Player, OUTPUT_QUEUE_FRAMES};
+use voice::stages::output::{OutputStage, Player, OUTPUT_QUEUE_FRAMES};
+use voice::stages::resample::ResampleStage;
+use voice::Pipeline;
 
 struct Args {
     calls: Vec<usize>,
@@ -85,6 +88,7 @@ fn args() -> Args {
 struct Step {
     pool: &'static Playout,
     pacing: Arc<PacingStats>,
+    /// Cancelled when the step ends: every call stops.
     scope: Arc<CallScope>,
     frame_ms: u64,
 }
@@ -98,19 +102,26 @@ async fn call(socket: axum::extract::ws::WebSocket, step: Arc<Step>) {
     let writer = lane.handle().spawn(write_loop(ws_tx, out_rx));
     let ledger = Arc::new(Mutex::new(MarkLedger::new(200)));
     let sink = TwilioSink::new(out_tx, "MZbench".into(), ledger).with_frame(step.frame_ms);
-    let (tx, rx) = inbox(OUTPUT_QUEUE_FRAMES);
-    let (up_tx, _up_rx) = inbox(64);
+    // The telephone's last two stages, on the playout as the server puts
+    // them (`voice::telephone`), feed the player.
+    let mut stages = Pipeline::builder()
+        .stage_on(ResampleStage::new(8000), Some(lane.handle()))
+        .stage_on(OutputStage, Some(lane.handle()))
+        .tail(OUTPUT_QUEUE_FRAMES)
+        .build();
+    let tx = stages.input().expect("the resample stage").clone();
     let player = Player::new(
         sink,
-        rx,
-        up_tx.control_handle(),
-        step.scope.clone(),
+        stages.take_tail().expect("built with a tail"),
+        stages.stage_control(1).expect("the output stage"),
+        stages.scope().clone(),
         Arc::new(Floor::default()),
     )
     .with_lead(Duration::from_millis(100))
     .with_pacing(step.pacing.clone());
     let player = lane.handle().spawn(player.run());
-    // The voice: one long utterance, in 100 ms chunks, queued ahead.
+    // The voice: one long utterance, in 100 ms chunks, queued ahead (as
+    // the TTS stage hands them on, from the main runtime).
     let feed = tokio::spawn(async move {
         let chunk = Audio::pcm16(vec![0x10u8; 8000 * 2 / 10], 8000);
         loop {
@@ -126,9 +137,14 @@ async fn call(socket: axum::extract::ws::WebSocket, step: Arc<Step>) {
             }
         }
     });
-    // The phone's side: read (and drop) whatever it sends until it closes.
-    while let Some(Ok(_)) = ws_rx.next().await {}
+    // The phone's side: read (and drop) whatever it sends, until it closes
+    // or the step ends.
+    tokio::select! {
+        _ = step.scope.call_token().cancelled() => {}
+        _ = async { while let Some(Ok(_)) = ws_rx.next().await {} } => {}
+    }
     feed.abort();
+    stages.cancel(Duration::from_secs(5)).await;
     let _ = player.await;
     let _ = writer.await;
     drop(lane);

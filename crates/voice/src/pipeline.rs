@@ -78,17 +78,29 @@ impl PipelineBuilder {
         self
     }
 
-    /// Append a stage.
-    pub fn stage<S: Stage>(mut self, stage: S) -> Self {
+    /// Append a stage, run on the runtime that builds the pipeline.
+    pub fn stage<S: Stage>(self, stage: S) -> Self {
+        self.stage_on(stage, None)
+    }
+
+    /// Append a stage run on `runtime` (none: the one that builds the
+    /// pipeline). A stage at the end of the line can run on the thread of
+    /// whatever reads the tail — a server's playout thread, beside the
+    /// player — so frames reach the reader without queueing again on a
+    /// busy runtime. Inboxes, timers and cancellation work across
+    /// runtimes; the pipeline joins and aborts the task wherever it runs.
+    pub fn stage_on<S: Stage>(mut self, stage: S, runtime: Option<tokio::runtime::Handle>) -> Self {
         let name = stage.name();
         self.stages.push((
             name,
             // Each stage runs in the span of whoever built the pipeline
             // (a served call's span: its logs name the call).
             Box::new(move |wiring| {
-                tokio::spawn(tracing::Instrument::in_current_span(run_stage(
-                    stage, wiring,
-                )))
+                let task = tracing::Instrument::in_current_span(run_stage(stage, wiring));
+                match runtime {
+                    Some(rt) => rt.spawn(task),
+                    None => tokio::spawn(task),
+                }
             }),
         ));
         self

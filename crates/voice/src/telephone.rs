@@ -61,7 +61,10 @@ pub struct Parts<D, S> {
     pub pacing: Option<Arc<crate::pacing::PacingStats>>,
     /// The runtime the player runs on (none: the caller's). A server gives
     /// its players a thread of their own, so a busy call runtime cannot
-    /// make them late.
+    /// make them late. The resample and output stages run there too: the
+    /// voice's audio leaves the busy runtime at the TTS stage and crosses
+    /// to the player's thread once, instead of queueing behind the rest of
+    /// the server's work at every hop on its way.
     pub playout: Option<tokio::runtime::Handle>,
     /// Where the stages report what they see (none: not observed).
     pub observer: Option<crate::observe::ObserverTx>,
@@ -101,8 +104,10 @@ where
         .stage(LlmStage::new(parts.llm))
         .stage(SentenceAggregator::default())
         .stage(TtsStage::new(parts.tts))
-        .stage(ResampleStage::new(RATE))
-        .stage(output::OutputStage)
+        // The voice's audio crosses to the player's runtime once: the last
+        // two stages run beside the player (see `Parts::playout`).
+        .stage_on(ResampleStage::new(RATE), parts.playout.clone())
+        .stage_on(output::OutputStage, parts.playout.clone())
         .tail(output::OUTPUT_QUEUE_FRAMES)
         .build();
     let tail = pipeline.take_tail().expect("built with a tail");

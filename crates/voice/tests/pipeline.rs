@@ -213,3 +213,84 @@ async fn every_stage_sees_start_first_and_upstream_frames_travel_up() {
     );
     assert!(log.contains(&"b:end:Downstream".to_string()), "{log:?}");
 }
+
+#[tokio::test]
+async fn a_stage_put_on_another_runtime_runs_there_in_line_and_stops_with_the_call() {
+    // Which thread handled each data frame, and each upstream reply.
+    let seen = Arc::new(std::sync::Mutex::new(Vec::<(String, String)>::new()));
+    struct Where(&'static str, Arc<std::sync::Mutex<Vec<(String, String)>>>);
+    impl Stage for Where {
+        fn name(&self) -> &'static str {
+            self.0
+        }
+        fn handle(&mut self, frame: Frame, dir: Direction, ctx: &mut Ctx<'_>) {
+            let thread = std::thread::current().name().unwrap_or("").to_string();
+            if let Frame::Control(ControlFrame::BotStoppedSpeaking) = frame {
+                self.1
+                    .lock()
+                    .unwrap()
+                    .push((format!("{}:up", self.0), thread));
+            } else if let Some(t) = text_of(&frame) {
+                self.1
+                    .lock()
+                    .unwrap()
+                    .push((format!("{}:{t}", self.0), thread));
+                if self.0 == "last" {
+                    ctx.push_up(Frame::Control(ControlFrame::BotStoppedSpeaking));
+                }
+            }
+            ctx.pass(frame, dir);
+        }
+    }
+    // A runtime of its own, as a server's playout thread is.
+    let other = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .thread_name("other-runtime")
+        .enable_all()
+        .build()
+        .unwrap();
+    let mut p = Pipeline::builder()
+        .capacity(2)
+        .tail(1024)
+        .stage(Where("first", seen.clone()))
+        .stage_on(Where("last", seen.clone()), Some(other.handle().clone()))
+        .build();
+    let input = p.input().unwrap().clone();
+    for i in 0..50 {
+        input.send(speak(0, &i.to_string())).await.unwrap();
+    }
+    drop(input);
+    assert!(p.end(Duration::from_secs(5)).await.graceful);
+    // Every frame arrived, in order, through the stage on the other runtime.
+    let want: Vec<String> = (0..50).map(|i| i.to_string()).collect();
+    assert_eq!(drain_texts(&mut p).await, want);
+    let seen = seen.lock().unwrap().clone();
+    let on = |stage: &str| -> Vec<&str> {
+        seen.iter()
+            .filter(|(s, _)| s.starts_with(stage))
+            .map(|(_, t)| t.as_str())
+            .collect()
+    };
+    assert_eq!(on("last:").len(), 50, "{seen:?}");
+    assert!(
+        on("last:").iter().all(|t| *t == "other-runtime"),
+        "{seen:?}"
+    );
+    assert!(
+        on("first:").iter().all(|t| *t != "other-runtime"),
+        "{seen:?}"
+    );
+    // What it sent upstream reached the stage before it, on its own runtime.
+    assert_eq!(on("first:up").len(), 50, "{seen:?}");
+
+    // Cancelling the call stops a stage on the other runtime too.
+    let mut p = Pipeline::builder()
+        .stage(PassThrough)
+        .stage_on(PassThrough, Some(other.handle().clone()))
+        .build();
+    let report = p.cancel(Duration::from_secs(5)).await;
+    assert!(report.aborted.is_empty(), "{report:?}");
+    assert_eq!(p.state(), Lifecycle::Stopped);
+    drop(p);
+    other.shutdown_background();
+}

@@ -7,7 +7,10 @@
 //! behind whatever else is ready, and its frame leaves late. So the
 //! players, and the socket writers they feed, run on runtimes of their
 //! own — playout threads, which do little but are always there when a
-//! frame is due. (Timers and sockets work across runtimes: the socket
+//! frame is due. The two stages that feed a player (resample and output,
+//! see [`voice::telephone`]) run there too: the voice's audio leaves the
+//! busy runtime once, at the TTS stage, rather than queueing behind the
+//! rest of the server at each hop on its way to the player. (Timers and sockets work across runtimes: the socket
 //! stays registered with the main runtime's reactor; only the writing task
 //! runs here.)
 //!
