@@ -88,7 +88,11 @@ impl PipelineBuilder {
     /// whatever reads the tail — a server's playout thread, beside the
     /// player — so frames reach the reader without queueing again on a
     /// busy runtime. Inboxes, timers and cancellation work across
-    /// runtimes; the pipeline joins and aborts the task wherever it runs.
+    /// runtimes; the pipeline joins and aborts the task wherever it runs,
+    /// and a task that runtime drops unrun (it shut down) cancels the call.
+    ///
+    /// What the stage spawns ([`Ctx::spawn`](crate::Ctx::spawn)) runs there
+    /// too: put only light stages on a thread that paces audio.
     pub fn stage_on<S: Stage>(mut self, stage: S, runtime: Option<tokio::runtime::Handle>) -> Self {
         let name = stage.name();
         self.stages.push((
@@ -106,10 +110,12 @@ impl PipelineBuilder {
         self
     }
 
-    /// Spawn the stage tasks on the current Tokio runtime.
+    /// Spawn the stage tasks: each on the runtime it was given
+    /// ([`Self::stage_on`]), the rest on the current Tokio runtime.
     ///
     /// # Panics
-    /// Outside a Tokio runtime (as `tokio::spawn` does).
+    /// Outside a Tokio runtime when a stage was given none (as
+    /// `tokio::spawn` does).
     pub fn build(self) -> Pipeline {
         let n = self.stages.len();
         let mut senders = Vec::with_capacity(n);
@@ -277,6 +283,11 @@ impl Pipeline {
         for (h, name) in self.handles.iter_mut().zip(&self.names) {
             match tokio::time::timeout_at(until, &mut *h).await {
                 Ok(Ok(())) => {}
+                Ok(Err(e)) if e.is_cancelled() => {
+                    // Aborted, or its runtime shut down before it finished.
+                    tracing::warn!(stage = name, "stage task cancelled before it stopped");
+                    graceful = false;
+                }
                 Ok(Err(e)) => {
                     tracing::error!(stage = name, error = %e, "stage task failed");
                     graceful = false;

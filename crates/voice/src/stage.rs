@@ -185,7 +185,19 @@ pub(crate) fn run_stage<S: Stage>(
     mut stage: S,
     wiring: Wiring,
 ) -> impl std::future::Future<Output = ()> + Send {
+    // A stage that panics (or is aborted) must not leave a half-running
+    // call: its guard cancels the call when dropped before a normal exit.
+    // It is made here, outside the task, so a task dropped before it ever
+    // ran (spawned on a runtime that has shut down) cancels the call too.
+    let guard = FailGuard {
+        scope: wiring.scope.clone(),
+        name: stage.name(),
+        armed: true,
+    };
     async move {
+        // The whole guard moves into the task (a closure would capture
+        // only the field it touches, `armed`, and drop the guard here).
+        let mut guard = guard;
         let Wiring {
             mut rx,
             next,
@@ -195,13 +207,6 @@ pub(crate) fn run_stage<S: Stage>(
             index,
         } = wiring;
         let name = stage.name();
-        // A stage that panics (or is aborted) must not leave a half-running
-        // call: its guard cancels the call when dropped before a normal exit.
-        let mut guard = FailGuard {
-            scope: scope.clone(),
-            name,
-            armed: true,
-        };
         let mut out: Vec<Out> = Vec::new();
         let observe = |o: Observation| {
             if let Some(tx) = &observer {

@@ -259,6 +259,23 @@ async fn a_stage_put_on_another_runtime_runs_there_in_line_and_stops_with_the_ca
     for i in 0..50 {
         input.send(speak(0, &i.to_string())).await.unwrap();
     }
+    // What the stage on the other runtime sends upstream reaches the stage
+    // before it, on its own runtime (waited for: once the first stage has
+    // stopped, a reply has nowhere to go).
+    let replies = || {
+        seen.lock()
+            .unwrap()
+            .iter()
+            .filter(|(s, _)| s == "first:up")
+            .count()
+    };
+    tokio::time::timeout(Duration::from_secs(30), async {
+        while replies() < 50 {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+    })
+    .await
+    .unwrap_or_else(|_| panic!("{} of 50 replies came back", replies()));
     drop(input);
     assert!(p.end(Duration::from_secs(5)).await.graceful);
     // Every frame arrived, in order, through the stage on the other runtime.
@@ -280,8 +297,6 @@ async fn a_stage_put_on_another_runtime_runs_there_in_line_and_stops_with_the_ca
         on("first:").iter().all(|t| *t != "other-runtime"),
         "{seen:?}"
     );
-    // What it sent upstream reached the stage before it, on its own runtime.
-    assert_eq!(on("first:up").len(), 50, "{seen:?}");
 
     // Cancelling the call stops a stage on the other runtime too.
     let mut p = Pipeline::builder()
@@ -292,5 +307,17 @@ async fn a_stage_put_on_another_runtime_runs_there_in_line_and_stops_with_the_ca
     assert!(report.aborted.is_empty(), "{report:?}");
     assert_eq!(p.state(), Lifecycle::Stopped);
     drop(p);
+
+    // A stage whose runtime has shut down never runs: the call is
+    // cancelled, not left without its output.
+    let gone = other.handle().clone();
     other.shutdown_background();
+    let mut p = Pipeline::builder()
+        .stage(PassThrough)
+        .stage_on(PassThrough, Some(gone))
+        .build();
+    tokio::time::timeout(Duration::from_secs(30), p.scope().call_token().cancelled())
+        .await
+        .expect("the call is cancelled");
+    assert!(!p.end(Duration::from_secs(5)).await.graceful);
 }

@@ -10,9 +10,9 @@
 //! frame is due. The two stages that feed a player (resample and output,
 //! see [`voice::telephone`]) run there too: the voice's audio leaves the
 //! busy runtime once, at the TTS stage, rather than queueing behind the
-//! rest of the server at each hop on its way to the player. (Timers and sockets work across runtimes: the socket
-//! stays registered with the main runtime's reactor; only the writing task
-//! runs here.)
+//! rest of the server at each hop on its way to the player. (Timers and
+//! sockets work across runtimes: the socket stays registered with the
+//! main runtime's reactor; only the writing task runs here.)
 //!
 //! # Sharding
 //!
@@ -23,7 +23,8 @@
 //! `serve.playout_threads` of them (default: half the cores, at least
 //! one). Each call is pinned to one of them for its whole
 //! life ([`Playout::assign`], the one carrying the fewest calls): its
-//! player and its socket writer share that thread, so a frame never
+//! last two stages, its player and its socket writer share that thread
+//! (the benchmark counts all four), so a frame never
 //! crosses threads on its way to the socket, and each shard counts its
 //! own pacing ([`PacingStats`], one per shard: no cache line shared
 //! between threads on every frame; readers add them up).

@@ -33,8 +33,9 @@ pub struct CallParts<D, S> {
     pub output_lead: Duration,
     /// Where the player counts how late it sends frames (none: not counted).
     pub pacing: Option<Arc<voice::pacing::PacingStats>>,
-    /// The runtime the player runs on (none: the caller's; a server gives
-    /// its players a thread of their own, see [`crate::serve::playout`]).
+    /// The runtime the player, and the two stages that feed it, run on
+    /// (none: the caller's; a server gives its players a thread of their
+    /// own, see [`crate::serve::playout`] and [`voice::telephone::Parts`]).
     pub playout: Option<tokio::runtime::Handle>,
     /// How much of an utterance the far end proved it played (Twilio's
     /// mark echoes), read when the call ends so a line the caller hung up
