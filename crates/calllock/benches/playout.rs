@@ -44,8 +44,8 @@ use voice::floor::Floor;
 use voice::frames::{Audio, Data, Frame};
 use voice::pacing::PacingStats;
 use voice::scope::CallScope;
-use voice::stages::output::{OutputStage, Player, OUTPUT_QUEUE_FRAMES};
-use voice::stages::resample::ResampleStage;
+use voice::stages::output::Player;
+use voice::telephone::speaker_stages;
 use voice::Pipeline;
 
 struct Args {
@@ -103,12 +103,8 @@ async fn call(socket: axum::extract::ws::WebSocket, step: Arc<Step>) {
     let ledger = Arc::new(Mutex::new(MarkLedger::new(200)));
     let sink = TwilioSink::new(out_tx, "MZbench".into(), ledger).with_frame(step.frame_ms);
     // The telephone's last two stages, on the playout as the server puts
-    // them (`voice::telephone`), feed the player.
-    let mut stages = Pipeline::builder()
-        .stage_on(ResampleStage::new(8000), Some(lane.handle()))
-        .stage_on(OutputStage, Some(lane.handle()))
-        .tail(OUTPUT_QUEUE_FRAMES)
-        .build();
+    // them, feed the player.
+    let mut stages = speaker_stages(Pipeline::builder(), Some(lane.handle())).build();
     let tx = stages.input().expect("the resample stage").clone();
     let player = Player::new(
         sink,

@@ -82,6 +82,22 @@ pub struct Telephone<K> {
     pub milestones: crate::latency::MilestoneReporter,
 }
 
+/// Append the telephone's last two stages — resample to [`RATE`], output —
+/// and the output queue a [`output::Player`] reads (the pipeline's tail,
+/// the player reporting upstream to the output stage, the last one). Both
+/// run on `playout` (none: the runtime that builds the pipeline): the
+/// voice's audio crosses to the player's runtime once, at the stage
+/// before them (see [`Parts::playout`]).
+pub fn speaker_stages(
+    builder: crate::PipelineBuilder,
+    playout: Option<tokio::runtime::Handle>,
+) -> crate::PipelineBuilder {
+    builder
+        .stage_on(ResampleStage::new(RATE), playout.clone())
+        .stage_on(output::OutputStage, playout)
+        .tail(output::OUTPUT_QUEUE_FRAMES)
+}
+
 /// Build and start the telephone pipeline around `brain`; agent audio goes
 /// to `sink`.
 pub fn start<D, S, B, K>(parts: Parts<D, S>, brain: B, sink: K) -> Telephone<K>
@@ -96,20 +112,15 @@ where
     if let Some(tx) = parts.observer {
         builder = builder.observer(tx);
     }
-    let mut pipeline = builder
+    let builder = builder
         .stage(VadStage::new(parts.detector))
         .stage(SttStage::new(parts.stt))
         .stage(TurnStage::new(floor.clone(), parts.barge_in))
         .stage(brain)
         .stage(LlmStage::new(parts.llm))
         .stage(SentenceAggregator::default())
-        .stage(TtsStage::new(parts.tts))
-        // The voice's audio crosses to the player's runtime once: the last
-        // two stages run beside the player (see `Parts::playout`).
-        .stage_on(ResampleStage::new(RATE), parts.playout.clone())
-        .stage_on(output::OutputStage, parts.playout.clone())
-        .tail(output::OUTPUT_QUEUE_FRAMES)
-        .build();
+        .stage(TtsStage::new(parts.tts));
+    let mut pipeline = speaker_stages(builder, parts.playout.clone()).build();
     let tail = pipeline.take_tail().expect("built with a tail");
     let up = pipeline
         .stage_control(pipeline.len() - 1)

@@ -255,6 +255,16 @@ async fn a_stage_put_on_another_runtime_runs_there_in_line_and_stops_with_the_ca
         .stage(Where("first", seen.clone()))
         .stage_on(Where("last", seen.clone()), Some(other.handle().clone()))
         .build();
+    // The threads that handled what a stage saw (`"last:"`: its frames;
+    // `"first:up"`: the replies that reached the first stage).
+    let threads = |what: &str| -> Vec<String> {
+        seen.lock()
+            .unwrap()
+            .iter()
+            .filter(|(s, _)| s.starts_with(what))
+            .map(|(_, t)| t.clone())
+            .collect()
+    };
     let input = p.input().unwrap().clone();
     for i in 0..50 {
         input.send(speak(0, &i.to_string())).await.unwrap();
@@ -262,41 +272,22 @@ async fn a_stage_put_on_another_runtime_runs_there_in_line_and_stops_with_the_ca
     // What the stage on the other runtime sends upstream reaches the stage
     // before it, on its own runtime (waited for: once the first stage has
     // stopped, a reply has nowhere to go).
-    let replies = || {
-        seen.lock()
-            .unwrap()
-            .iter()
-            .filter(|(s, _)| s == "first:up")
-            .count()
-    };
     tokio::time::timeout(Duration::from_secs(30), async {
-        while replies() < 50 {
+        while threads("first:up").len() < 50 {
             tokio::time::sleep(Duration::from_millis(1)).await;
         }
     })
     .await
-    .unwrap_or_else(|_| panic!("{} of 50 replies came back", replies()));
+    .unwrap_or_else(|_| panic!("{} of 50 replies came back", threads("first:up").len()));
     drop(input);
     assert!(p.end(Duration::from_secs(5)).await.graceful);
     // Every frame arrived, in order, through the stage on the other runtime.
     let want: Vec<String> = (0..50).map(|i| i.to_string()).collect();
     assert_eq!(drain_texts(&mut p).await, want);
-    let seen = seen.lock().unwrap().clone();
-    let on = |stage: &str| -> Vec<&str> {
-        seen.iter()
-            .filter(|(s, _)| s.starts_with(stage))
-            .map(|(_, t)| t.as_str())
-            .collect()
-    };
-    assert_eq!(on("last:").len(), 50, "{seen:?}");
-    assert!(
-        on("last:").iter().all(|t| *t == "other-runtime"),
-        "{seen:?}"
-    );
-    assert!(
-        on("first:").iter().all(|t| *t != "other-runtime"),
-        "{seen:?}"
-    );
+    let (last, first) = (threads("last:"), threads("first:"));
+    assert_eq!(last.len(), 50, "{last:?}");
+    assert!(last.iter().all(|t| t == "other-runtime"), "{last:?}");
+    assert!(first.iter().all(|t| t != "other-runtime"), "{first:?}");
 
     // Cancelling the call stops a stage on the other runtime too.
     let mut p = Pipeline::builder()
