@@ -109,7 +109,9 @@ async fn call(socket: axum::extract::ws::WebSocket, step: Arc<Step>) {
     let player = Player::new(
         sink,
         stages.take_tail().expect("built with a tail"),
-        stages.stage_control(1).expect("the output stage"),
+        stages
+            .stage_control(stages.len() - 1)
+            .expect("the output stage, the last"),
         stages.scope().clone(),
         Arc::new(Floor::default()),
     )

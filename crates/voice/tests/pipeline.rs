@@ -287,6 +287,8 @@ async fn a_stage_put_on_another_runtime_runs_there_in_line_and_stops_with_the_ca
     let (last, first) = (threads("last:"), threads("first:"));
     assert_eq!(last.len(), 50, "{last:?}");
     assert!(last.iter().all(|t| t == "other-runtime"), "{last:?}");
+    // The first stage saw the 50 frames and the 50 replies, all at home.
+    assert_eq!(first.len(), 100, "{first:?}");
     assert!(first.iter().all(|t| t != "other-runtime"), "{first:?}");
 
     // Cancelling the call stops a stage on the other runtime too.
